@@ -1,0 +1,1 @@
+"""Adapters: ironhive's ports implemented with real technologies (SDKs, files, processes)."""

@@ -1,0 +1,1 @@
+"""ScriptedChatClient: a real ChatClient that plays back scripted steps."""

@@ -1,0 +1,1 @@
+"""Domain: the agent loop, tool invocation, permissions, context handling and the error tree."""

@@ -1,0 +1,274 @@
+"""The agent loop: one turn = model call → tool rounds → answer, with the history kept across turns."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from ironhive.domain.errors import ToolError
+from ironhive.domain.invocation.pipeline import ToolInvocation, ToolInvocationPipeline
+from ironhive.domain.options import ChatBehavior, merge_options
+from ironhive.domain.turn import (
+    AddendumChunk,
+    AgentChunk,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallChunk,
+    ToolCallRecord,
+    ToolResultChunk,
+    TurnCompleted,
+    TurnRecord,
+    UsageChunk,
+)
+from ironhive.ports.chat import (
+    ChatClient,
+    ChatMessage,
+    ChatOptions,
+    ContentPart,
+    FinishReason,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from ironhive.ports.system import Clock
+from ironhive.ports.tools import Tool
+
+
+class TurnObserver(Protocol):
+    """Looks at a finished turn and may leave a note for the user (the addendum), never stored in the history."""
+
+    def observe(self, turn: TurnRecord) -> str | None:
+        """Return a note about ``turn``, or ``None`` for nothing to say."""
+        ...
+
+
+@dataclass(kw_only=True, slots=True)
+class _Round:
+    """What one model round-trip produced."""
+
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: list[ToolCallPart] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: FinishReason | None = None
+
+    def message(self) -> ChatMessage:
+        parts: list[ContentPart] = []
+        if self.thinking:
+            parts.append(ThinkingPart(text="".join(self.thinking)))
+        if self.text:
+            parts.append(TextPart(text="".join(self.text)))
+        parts.extend(self.calls)
+        return ChatMessage(role=Role.ASSISTANT, parts=tuple(parts))
+
+
+class AgentLoop:
+    """Runs turns against a chat client, invoking tools inside each turn.
+
+    Each turn appends the user message, calls the model, runs the tools it asks for (through the tool invocation
+    pipeline) and calls the model again with their results, until it answers without tool calls. A turn is atomic in
+    the history: a turn that fails or is cancelled leaves the history as it was.
+    """
+
+    def __init__(
+        self,
+        chat_client: ChatClient,
+        *,
+        clock: Clock,
+        tools: Sequence[Tool] = (),
+        system_prompt: str | None = None,
+        options: ChatOptions | None = None,
+        behavior: ChatBehavior | None = None,
+        pipeline: ToolInvocationPipeline | None = None,
+        observers: Sequence[TurnObserver] = (),
+    ) -> None:
+        self._client = chat_client
+        self._clock = clock
+        self._tools = {tool.spec.name: tool for tool in tools}
+        self._system_prompt = system_prompt
+        configured = options or ChatOptions()
+        if configured.tools is None:
+            configured = replace(configured, tools=tuple(tool.spec for tool in tools))
+        self._options = configured
+        self._behavior = behavior or ChatBehavior()
+        self._pipeline = pipeline or ToolInvocationPipeline()
+        self._observers = tuple(observers)
+        self._history: list[ChatMessage] = []
+
+    @property
+    def history(self) -> tuple[ChatMessage, ...]:
+        """The conversation so far (without the system prompt)."""
+        return tuple(self._history)
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The registered tools."""
+        return tuple(self._tools.values())
+
+    @property
+    def options(self) -> ChatOptions:
+        """The configured options every turn starts from."""
+        return self._options
+
+    async def run(self, prompt: str, options: ChatOptions | None = None) -> TurnRecord:
+        """Run one turn with non-streaming model calls.
+
+        Args:
+            prompt: The user's message.
+            options: This turn's option override, merged field by field onto the configured options.
+
+        Returns:
+            The turn record.
+        """
+        async with aclosing(self._turn(prompt, options, streaming=False)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, TurnCompleted):
+                    return chunk.turn
+        raise AssertionError("a turn always ends with TurnCompleted")  # pragma: no cover
+
+    def run_streaming(self, prompt: str, options: ChatOptions | None = None) -> AsyncIterator[AgentChunk]:
+        """Run one turn, streaming its chunks; the last chunk is a ``TurnCompleted``.
+
+        Args:
+            prompt: The user's message.
+            options: This turn's option override, merged field by field onto the configured options.
+
+        Returns:
+            An async iterator of chunks.
+        """
+        return self._turn(prompt, options, streaming=True)
+
+    async def _turn(self, prompt: str, override: ChatOptions | None, *, streaming: bool) -> AsyncIterator[AgentChunk]:
+        if not prompt or not prompt.strip():
+            raise ValueError("The prompt must not be empty.")
+        started = self._clock.monotonic()
+        options = merge_options(self._options, override)
+        turn_messages: list[ChatMessage] = [ChatMessage.of_text(Role.USER, prompt)]
+        records: list[ToolCallRecord] = []
+        text: list[str] = []
+        thinking: list[str] = []
+        usage = Usage()
+        finish_reason: FinishReason | None = None
+        tool_rounds = 0
+        failed_rounds = 0
+        while True:
+            round_options = options
+            if tool_rounds >= self._behavior.maximum_iterations_per_request:
+                # Out of tool rounds: one last call without tools so the model answers in text.
+                round_options = replace(options, tools=(), tool_mode="none")
+            result = _Round()
+            async for chunk in self._call_model(self._request(turn_messages), round_options, result, streaming):
+                yield chunk
+            text.extend(result.text)
+            thinking.extend(result.thinking)
+            if result.usage is not None:
+                usage = usage + result.usage
+            finish_reason = result.finish_reason
+            turn_messages.append(result.message())
+            if not result.calls:
+                break
+            tool_rounds += 1
+            results: list[ToolResultPart] = []
+            terminate = False
+            raised = False
+            for call in result.calls:
+                invocation = ToolInvocation(
+                    call=call,
+                    tool=self._offered_tool(call.name, round_options),
+                    arguments=dict(call.arguments or {}),
+                    conversation=(*turn_messages, ChatMessage(role=Role.TOOL, parts=tuple(results))),
+                )
+                outcome = await self._pipeline.invoke(invocation)
+                record = ToolCallRecord(
+                    call_id=call.call_id,
+                    name=call.name,
+                    arguments_text=call.arguments_text,
+                    result=outcome.result,
+                    success=outcome.success,
+                )
+                records.append(record)
+                results.append(
+                    ToolResultPart(call_id=call.call_id, name=call.name, result=outcome.result, success=outcome.success)
+                )
+                terminate = terminate or outcome.terminate
+                raised = raised or outcome.raised
+                yield ToolResultChunk(record=record)
+            turn_messages.append(ChatMessage(role=Role.TOOL, parts=tuple(results)))
+            if terminate:
+                break
+            failed_rounds = failed_rounds + 1 if raised else 0
+            if failed_rounds > self._behavior.maximum_consecutive_errors_per_request:
+                raise ToolError(
+                    f"The request was stopped: tools failed in {failed_rounds} rounds in a row. "
+                    f"Last error: {results[-1].result}"
+                )
+            if options.tool_mode is not None and options.tool_mode.startswith("require"):
+                # A required call was made; requiring it again would loop forever.
+                options = replace(options, tool_mode="auto")
+        self._history.extend(turn_messages)
+        turn = TurnRecord(
+            content="".join(text),
+            thinking="".join(thinking),
+            tool_calls=tuple(records),
+            usage=usage,
+            finish_reason=finish_reason,
+            messages=tuple(turn_messages),
+            duration_ms=int((self._clock.monotonic() - started) * 1000),
+        )
+        addendum = self._addendum(turn)
+        if addendum is not None:
+            turn = replace(turn, addendum=addendum)
+            yield AddendumChunk(text=addendum)
+        yield TurnCompleted(turn=turn)
+
+    def _request(self, turn_messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        system = [ChatMessage.of_text(Role.SYSTEM, self._system_prompt)] if self._system_prompt else []
+        return [*system, *self._history, *turn_messages]
+
+    def _offered_tool(self, name: str, options: ChatOptions) -> Tool | None:
+        offered = options.tools or ()
+        return self._tools.get(name) if any(spec.name == name for spec in offered) else None
+
+    async def _call_model(
+        self, messages: Sequence[ChatMessage], options: ChatOptions, result: _Round, streaming: bool
+    ) -> AsyncIterator[AgentChunk]:
+        if streaming:
+            async for update in self._client.get_streaming_response(messages, options):
+                if update.thinking_delta:
+                    result.thinking.append(update.thinking_delta)
+                    yield ThinkingDelta(text=update.thinking_delta)
+                if update.text_delta:
+                    result.text.append(update.text_delta)
+                    yield TextDelta(text=update.text_delta)
+                for call in update.tool_calls:
+                    result.calls.append(call)
+                    yield ToolCallChunk(call=call)
+                if update.usage is not None:
+                    result.usage = update.usage if result.usage is None else result.usage + update.usage
+                if update.finish_reason is not None:
+                    result.finish_reason = update.finish_reason
+        else:
+            response = await self._client.get_response(messages, options)
+            for part in response.message.parts:
+                if isinstance(part, ThinkingPart):
+                    result.thinking.append(part.text)
+                    yield ThinkingDelta(text=part.text)
+                elif isinstance(part, TextPart):
+                    result.text.append(part.text)
+                    yield TextDelta(text=part.text)
+                elif isinstance(part, ToolCallPart):
+                    result.calls.append(part)
+                    yield ToolCallChunk(call=part)
+            result.usage = response.usage
+            result.finish_reason = response.finish_reason
+        if result.usage is not None:
+            yield UsageChunk(usage=result.usage)
+
+    def _addendum(self, turn: TurnRecord) -> str | None:
+        notes = [note for observer in self._observers if (note := observer.observe(turn))]
+        return "\n\n".join(notes) if notes else None

@@ -1,0 +1,77 @@
+"""The one error tree of ironhive, rooted at IronHiveError.
+
+IronHiveError
+├── ConfigurationError      settings are missing or wrong (exit code 1 on the CLI)
+├── ProviderError           a model provider failed (``status``, ``retryable``)
+│   └── ContextOverflowError    the request did not fit the model's context window
+├── ToolError               a tool ran and failed; the message goes to the model
+│   └── ToolArgumentError       the arguments do not fit the tool's parameters
+├── ApprovalRejectedError   a human rejected a call and asked to stop the request
+└── SessionNotFoundError    no session has the given id
+
+Messages never contain API keys or request bodies.
+"""
+
+from __future__ import annotations
+
+
+class IronHiveError(Exception):
+    """Root of every error ironhive raises on purpose."""
+
+
+class ConfigurationError(IronHiveError):
+    """Configuration is missing, malformed or contradictory."""
+
+
+class ProviderError(IronHiveError):
+    """A model provider failed or refused a request.
+
+    Attributes:
+        status: The HTTP status, when there was one.
+        retryable: Whether the same request may succeed later (rate limits, overload, network).
+        provider: The provider's name, when known.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, provider: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.provider = provider
+
+
+class ContextOverflowError(ProviderError):
+    """The request was larger than the model's context window.
+
+    Attributes:
+        window: The window the provider stated, when it stated one.
+    """
+
+    def __init__(self, message: str, *, window: int | None = None, provider: str | None = None) -> None:
+        super().__init__(message, status=400, retryable=False, provider=provider)
+        self.window = window
+
+
+class ToolError(IronHiveError):
+    """A tool ran and failed. The message is what the model reads."""
+
+
+class ToolArgumentError(ToolError):
+    """The arguments of a call do not fit the tool's parameters.
+
+    Attributes:
+        parameter: The parameter that is missing or wrong, when one is known.
+    """
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+class ApprovalRejectedError(IronHiveError):
+    """A human rejected a call and asked to stop the whole request."""
+
+
+class SessionNotFoundError(IronHiveError):
+    """No session has the given id."""

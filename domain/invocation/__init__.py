@@ -1,0 +1,1 @@
+"""Tool invocation: the middleware pipeline, its guards and the approval gate."""

@@ -1,0 +1,109 @@
+"""What one turn of the agent loop produces: the chunks of its stream and the final turn record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from ironhive.ports.chat import ChatMessage, FinishReason, ToolCallPart, Usage
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallRecord:
+    """One tool call of a turn and its outcome.
+
+    Attributes:
+        success: True or False once known; ``None`` when the outcome is unknown.
+    """
+
+    call_id: str
+    name: str
+    arguments_text: str
+    result: str
+    success: bool | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnRecord:
+    """Everything one turn produced.
+
+    Attributes:
+        content: The assistant's text over all rounds of the turn.
+        thinking: The reasoning text the model produced apart from its answer.
+        tool_calls: Every tool call of the turn with its outcome, in call order.
+        usage: Token counts summed over every model round-trip of the turn.
+        finish_reason: Why the last model call stopped.
+        messages: The messages this turn added to the history (user, assistant, tool).
+        addendum: The turn observers' note; shown to the user, never stored in the history.
+        duration_ms: Wall time of the turn.
+    """
+
+    content: str
+    thinking: str = ""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: FinishReason | None = None
+    messages: tuple[ChatMessage, ...] = ()
+    addendum: str | None = None
+    duration_ms: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    """A piece of the assistant's answer."""
+
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's reasoning, kept apart from the answer."""
+
+    text: str
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallChunk:
+    """A complete tool call the model requested, before it runs."""
+
+    call: ToolCallPart
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultChunk:
+    """A tool call that finished (or was refused)."""
+
+    record: ToolCallRecord
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageChunk:
+    """Token counts of one model round-trip."""
+
+    usage: Usage
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AddendumChunk:
+    """A turn observer's note, after the last text of the turn."""
+
+    text: str
+    kind: Literal["addendum"] = "addendum"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnCompleted:
+    """The last chunk of every successful turn."""
+
+    turn: TurnRecord
+    kind: Literal["turn"] = "turn"
+
+
+AgentChunk: TypeAlias = (
+    TextDelta | ThinkingDelta | ToolCallChunk | ToolResultChunk | UsageChunk | AddendumChunk | TurnCompleted
+)

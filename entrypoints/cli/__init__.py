@@ -1,0 +1,1 @@
+"""The ironhive command line."""

@@ -1,0 +1,75 @@
+"""The cyclopts application: the default command (``ironhive -p``) and its flags."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Literal
+
+from cyclopts import App, Parameter
+
+from ironhive import __version__
+
+app = App(
+    name="ironhive",
+    help="ironhive — a universal agent host: give it a task, it plans, runs tools and reports.",
+    version=f"ironhive {__version__}",
+    default_parameter=Parameter(negative=()),
+    result_action="return_value",
+)
+
+OutputFormat = Literal["text", "json", "jsonl"]
+
+
+@app.default
+def chat(
+    *,
+    prompt: Annotated[str | None, Parameter(name=["-p", "--prompt"], help="Run this one prompt and exit.")] = None,
+    model: Annotated[str | None, Parameter(name=["-m", "--model"], help="Model to use (or provider/model).")] = None,
+    provider: Annotated[str | None, Parameter(help="Provider to use: openai, local (lmsupply), scripted.")] = None,
+    output: Annotated[OutputFormat, Parameter(name=["-o", "--output"], help="Output format.")] = "text",
+    plain: Annotated[bool, Parameter(help="Plain text output without ANSI formatting.")] = False,
+    no_stream: Annotated[bool, Parameter(help="Wait for the complete response instead of streaming.")] = False,
+    show_tokens: Annotated[bool, Parameter(help="Show token usage.")] = False,
+    show_thinking: Annotated[bool, Parameter(help="Show the model's thinking/reasoning.")] = False,
+    plan: Annotated[bool, Parameter(help="Start in planning mode (read-only tools only).")] = False,
+    dry_run: Annotated[bool, Parameter(help="Show what would be done without executing (planning mode).")] = False,
+) -> int:
+    """Run one prompt with -p (reads the prompt from stdin when it is piped and -p is absent)."""
+    from ironhive.cli.one_shot import OneShotRequest, run_one_shot
+
+    if prompt is None and not sys.stdin.isatty():
+        prompt = sys.stdin.read().strip() or None
+    if prompt is None:
+        sys.stderr.write("Error: Prompt is required: pass -p PROMPT (interactive mode is not available yet).\n")
+        return 1
+    return run_one_shot(
+        OneShotRequest(
+            prompt=prompt,
+            model=model,
+            provider=provider,
+            output=output,
+            plain=plain,
+            stream=not no_stream,
+            show_tokens=show_tokens,
+            show_thinking=show_thinking,
+            planning=plan or dry_run,
+            dry_run=dry_run,
+        ),
+        environ=os.environ,
+    )
+
+
+def run_app(args: list[str]) -> int:
+    """Parse ``args`` and run the matching command; returns the exit code."""
+    try:
+        result = app(args, exit_on_error=False, print_error=True)
+    except SystemExit as stop:  # cyclopts exits for --help/--version/usage errors
+        return stop.code if isinstance(stop.code, int) else 0
+    except Exception as error:
+        from cyclopts import CycloptsError
+
+        if isinstance(error, CycloptsError):
+            return 2
+        raise
+    return result if isinstance(result, int) else 0

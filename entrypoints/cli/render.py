@@ -1,0 +1,242 @@
+"""Renders a turn's chunks on stdout as text, one JSON object (``--output json``) or JSON Lines (``jsonl``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterator
+from typing import Protocol, TextIO
+
+from ironhive.domain.turn import (
+    AddendumChunk,
+    AgentChunk,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallChunk,
+    ToolResultChunk,
+    TurnRecord,
+)
+from ironhive.ports.chat import ToolCallPart, Usage
+
+CANCELLED = "cancelled"
+
+
+def compact_json(value: object) -> str:
+    """One line of JSON without spaces, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def without_nulls(fields: dict[str, object]) -> dict[str, object]:
+    """``fields`` without the keys whose value is ``None``."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def usage_json(usage: Usage) -> dict[str, object] | None:
+    """The camelCase usage object, or ``None`` when the provider reported nothing."""
+    if usage.total_tokens is None:
+        return None
+    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+
+
+def replay(turn: TurnRecord) -> Iterator[AgentChunk]:
+    """Chunks that describe a turn that ran without streaming: its tool calls, then its answer."""
+    for record in turn.tool_calls:
+        call = ToolCallPart(call_id=record.call_id, name=record.name, arguments=None, arguments_text=record.arguments_text)
+        yield ToolCallChunk(call=call)
+        yield ToolResultChunk(record=record)
+    if turn.content:
+        yield TextDelta(text=turn.content)
+    if turn.addendum:
+        yield AddendumChunk(text=turn.addendum)
+
+
+class Renderer(Protocol):
+    """Writes one turn's output."""
+
+    def start(self, session_id: str | None) -> None:
+        """Called once before the turn runs."""
+        ...
+
+    def chunk(self, chunk: AgentChunk) -> None:
+        """Called for every chunk as it arrives."""
+        ...
+
+    def finish(self, turn: TurnRecord, session_id: str | None) -> None:
+        """Called once when the turn succeeded."""
+        ...
+
+    def fail(self, message: str, code: int) -> None:
+        """Called once instead of ``finish`` when the turn failed (code 1) or was cancelled (code 130)."""
+        ...
+
+
+class JsonRenderer:
+    """``--output json``: one compact camelCase object, null fields omitted."""
+
+    def __init__(self, *, show_thinking: bool, out: TextIO | None = None) -> None:
+        self._show_thinking = show_thinking
+        self._out = out or sys.stdout
+
+    def start(self, session_id: str | None) -> None:
+        """Nothing is written before the turn ends."""
+
+    def chunk(self, chunk: AgentChunk) -> None:
+        """Nothing is written before the turn ends."""
+
+    def finish(self, turn: TurnRecord, session_id: str | None) -> None:
+        """Write the response object."""
+        thinking = None
+        if self._show_thinking and turn.thinking:
+            thinking = {"content": turn.thinking, "tokenCount": math.ceil(len(turn.thinking) / 4)}
+        tool_calls = [
+            {"name": call.name, "arguments": call.arguments_text, "result": call.result, "success": call.success}
+            for call in turn.tool_calls
+        ]
+        content = turn.content if not turn.addendum else f"{turn.content}\n\n{turn.addendum}"
+        body = without_nulls(
+            {
+                "content": content,
+                "sessionId": session_id,
+                "usage": usage_json(turn.usage),
+                "thinking": thinking,
+                "toolCalls": tool_calls or None,
+            }
+        )
+        self._out.write(compact_json(body) + "\n")
+        self._out.flush()
+
+    def fail(self, message: str, code: int) -> None:
+        """Write the error object."""
+        self._out.write(compact_json({"error": message, "code": code}) + "\n")
+        self._out.flush()
+
+
+class JsonlRenderer:
+    """``--output jsonl``: one compact object per event, ``start`` first, ``done`` or ``error`` last."""
+
+    def __init__(self, *, show_thinking: bool, out: TextIO | None = None) -> None:
+        self._show_thinking = show_thinking
+        self._out = out or sys.stdout
+
+    def _line(self, fields: dict[str, object]) -> None:
+        self._out.write(compact_json(fields) + "\n")
+        self._out.flush()
+
+    def start(self, session_id: str | None) -> None:
+        """Write the ``start`` line."""
+        self._line(without_nulls({"type": "start", "sessionId": session_id}))
+
+    def chunk(self, chunk: AgentChunk) -> None:
+        """Write the line of one chunk, if it has one."""
+        match chunk:
+            case TextDelta(text=text):
+                self._line({"type": "text", "content": text})
+            case ThinkingDelta(text=text) if self._show_thinking:
+                self._line({"type": "thinking", "content": text})
+            case ToolCallChunk(call=call):
+                self._line({"type": "tool_call", "id": call.call_id, "name": call.name, "arguments": call.arguments_text})
+            case ToolResultChunk(record=record):
+                self._line(
+                    {
+                        "type": "tool_result",
+                        "id": record.call_id,
+                        "name": record.name,
+                        "success": record.success,
+                        "result": record.result,
+                    }
+                )
+            case AddendumChunk(text=text):
+                self._line({"type": "addendum", "content": text})
+            case _:
+                pass
+
+    def finish(self, turn: TurnRecord, session_id: str | None) -> None:
+        """Write the ``done`` line."""
+        self._line(without_nulls({"type": "done", "sessionId": session_id}))
+
+    def fail(self, message: str, code: int) -> None:
+        """Write the ``error`` line instead of ``done``."""
+        self._line({"type": "error", "error": message})
+
+
+class TextRenderer:
+    """``--output text``: the answer as it streams, tool calls on their own lines, diagnostics on stderr."""
+
+    def __init__(
+        self,
+        *,
+        show_thinking: bool,
+        show_tokens: bool,
+        plain: bool,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        self._show_thinking = show_thinking
+        self._show_tokens = show_tokens
+        self._out = out or sys.stdout
+        self._err = err or sys.stderr
+        self._color = not plain and self._out.isatty()
+        self._plain = plain
+        self._at_line_start = True
+        self._thinking_open = False
+
+    def _write(self, text: str) -> None:
+        if text:
+            self._out.write(text)
+            self._out.flush()
+            self._at_line_start = text.endswith("\n")
+
+    def _line(self, text: str, style: str = "2") -> None:
+        if not self._at_line_start:
+            self._write("\n")
+        self._write(f"\x1b[{style}m{text}\x1b[0m\n" if self._color else f"{text}\n")
+
+    def start(self, session_id: str | None) -> None:
+        """Nothing to write before the answer."""
+
+    def chunk(self, chunk: AgentChunk) -> None:
+        """Write one chunk as it arrives."""
+        match chunk:
+            case ThinkingDelta(text=text) if self._show_thinking:
+                if not self._thinking_open:
+                    self._line("[Thinking]" if self._plain else "Thinking...")
+                    self._thinking_open = True
+                self._write(text)
+            case TextDelta(text=text):
+                if self._thinking_open:
+                    self._line("Response:")
+                    self._thinking_open = False
+                self._write(text)
+            case ToolCallChunk(call=call):
+                arrow = "->" if self._plain else "→"
+                self._line(f"{arrow} Calling tool: {call.name}")
+            case ToolResultChunk(record=record) if record.success is False:
+                first_line = record.result.strip().splitlines()[0] if record.result.strip() else "failed"
+                self._line(f"  {record.name} failed: {first_line[:200]}", style="33")
+            case AddendumChunk(text=text):
+                self._line(text)
+            case _:
+                pass
+
+    def finish(self, turn: TurnRecord, session_id: str | None) -> None:
+        """End the answer's line and, with ``--show-tokens``, write the token counts."""
+        if not self._at_line_start:
+            self._write("\n")
+        if self._show_tokens:
+            usage = turn.usage
+
+            def shown(value: int | None) -> str:
+                return "?" if value is None else str(value)
+
+            self._write(
+                f"Tokens: {shown(usage.input_tokens)} in / {shown(usage.output_tokens)} out / "
+                f"{shown(usage.total_tokens)} total\n"
+            )
+
+    def fail(self, message: str, code: int) -> None:
+        """Write the error on stderr."""
+        if not self._at_line_start:
+            self._write("\n")
+        self._err.write("Cancelled.\n" if code == 130 else f"Error: {message}\n")
+        self._err.flush()
