@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -131,7 +131,7 @@ class AgentLoop:
                     return chunk.turn
         raise AssertionError("a turn always ends with TurnCompleted")  # pragma: no cover
 
-    def run_streaming(self, prompt: str, options: ChatOptions | None = None) -> AsyncIterator[AgentChunk]:
+    def run_streaming(self, prompt: str, options: ChatOptions | None = None) -> AsyncGenerator[AgentChunk, None]:
         """Run one turn, streaming its chunks; the last chunk is a ``TurnCompleted``.
 
         Args:
@@ -139,11 +139,13 @@ class AgentLoop:
             options: This turn's option override, merged field by field onto the configured options.
 
         Returns:
-            An async iterator of chunks.
+            An async generator of chunks (``aclose()`` it to stop early).
         """
         return self._turn(prompt, options, streaming=True)
 
-    async def _turn(self, prompt: str, override: ChatOptions | None, *, streaming: bool) -> AsyncIterator[AgentChunk]:
+    async def _turn(
+        self, prompt: str, override: ChatOptions | None, *, streaming: bool
+    ) -> AsyncGenerator[AgentChunk, None]:
         if not prompt or not prompt.strip():
             raise ValueError("The prompt must not be empty.")
         started = self._clock.monotonic()
@@ -164,7 +166,8 @@ class AgentLoop:
             result = _Round()
             async for chunk in self._call_model(self._request(turn_messages), round_options, result, streaming):
                 yield chunk
-            text.extend(result.text)
+            if result.text:
+                text.append("".join(result.text))
             thinking.extend(result.thinking)
             if result.usage is not None:
                 usage = usage + result.usage
@@ -212,7 +215,7 @@ class AgentLoop:
                 options = replace(options, tool_mode="auto")
         self._history.extend(turn_messages)
         turn = TurnRecord(
-            content="".join(text),
+            content="\n\n".join(piece for piece in text if piece.strip()),
             thinking="".join(thinking),
             tool_calls=tuple(records),
             usage=usage,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from ironhive.ports.chat import ChatMessage, FinishReason, ToolCallPart, Usage
@@ -28,7 +28,7 @@ class TurnRecord:
     """Everything one turn produced.
 
     Attributes:
-        content: The assistant's text over all rounds of the turn.
+        content: The assistant's text over all rounds of the turn, rounds separated by a blank line.
         thinking: The reasoning text the model produced apart from its answer.
         tool_calls: Every tool call of the turn with its outcome, in call order.
         usage: Token counts summed over every model round-trip of the turn.
@@ -41,7 +41,7 @@ class TurnRecord:
     content: str
     thinking: str = ""
     tool_calls: tuple[ToolCallRecord, ...] = ()
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason | None = None
     messages: tuple[ChatMessage, ...] = ()
     addendum: str | None = None

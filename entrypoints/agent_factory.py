@@ -5,8 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ironhive.adapters.tools.provider import BuiltInToolProvider
 from ironhive.container import IronHiveContainer
 from ironhive.domain.agent_loop import AgentLoop
+from ironhive.domain.invocation.guards import (
+    ArgumentParseFailureMiddleware,
+    RepeatedCallGuardMiddleware,
+    RepeatedErrorGuardMiddleware,
+)
+from ironhive.domain.invocation.pipeline import ToolInvocationPipeline, ToolMiddleware
+from ironhive.domain.invocation.resilient import ResilientArgumentsMiddleware
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
 from ironhive.ports.chat import ChatOptions
 from ironhive.providers import ProviderChoice
@@ -23,10 +31,25 @@ class AgentSettings:
     planning: bool = False
 
 
-def build_agent(settings: AgentSettings) -> AgentLoop:
+def tool_pipeline(gate: ToolMiddleware) -> ToolInvocationPipeline:
+    """The pipeline of the CLI and servers: parse failures, loop guards, the approval gate, resilient arguments."""
+    return ToolInvocationPipeline(
+        [
+            ArgumentParseFailureMiddleware(),
+            RepeatedCallGuardMiddleware(),
+            RepeatedErrorGuardMiddleware(),
+            gate,
+            ResilientArgumentsMiddleware(),
+        ]
+    )
+
+
+async def build_agent(settings: AgentSettings) -> AgentLoop:
     """The agent loop of a CLI run or server session."""
+    tools = await BuiltInToolProvider(settings.working_directory).get_tools()
     container = IronHiveContainer().add_ironhive(
         chat_client_factory=settings.provider.build,
+        tools=tools,
         system_prompt=DEFAULT_SYSTEM_PROMPT,
         options=CLI_OPTIONS,
     )

@@ -30,10 +30,10 @@ class IronHiveSlots(containers.DeclarativeContainer):
     id_generator = providers.Singleton(UuidIdGenerator)
     chat_client = providers.Singleton(_unregistered)
     tools = providers.Object(())
-    system_prompt = providers.Object(None)
-    options = providers.Object(None)
-    behavior = providers.Object(None)
-    pipeline = providers.Object(None)
+    system_prompt: providers.Object[str | None] = providers.Object(None)
+    options: providers.Object[ChatOptions | None] = providers.Object(None)
+    behavior: providers.Object[ChatBehavior | None] = providers.Object(None)
+    pipeline: providers.Object[ToolInvocationPipeline | None] = providers.Object(None)
     observers = providers.Object(())
     agent_loop = providers.Factory(
         AgentLoop,
@@ -139,9 +139,7 @@ class IronHiveContainer:
         """
         return self._add_openai_compatible(None, _require_text("api_key", api_key), model, "openai", settings)
 
-    def add_ironhive_with_openai_compatible(
-        self, endpoint: str, api_key: str, model: str, **settings: object
-    ) -> Self:
+    def add_ironhive_with_openai_compatible(self, endpoint: str, api_key: str, model: str, **settings: object) -> Self:
         """Register the agent on any server speaking OpenAI chat completions (vLLM, llama.cpp server, ...).
 
         Args:

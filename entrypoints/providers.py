@@ -1,4 +1,4 @@
-"""Chooses the chat provider from ``--provider``, ``-m`` and the environment (the minimal set: openai, local, scripted)."""
+"""Chooses the chat provider from ``--provider``, ``-m`` and the environment (openai, local, scripted)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ ALIASES = {"lmsupply": "local"}
 
 _NO_PROVIDER = (
     "No API provider configured or available. Set OPENAI_API_KEY and OPENAI_MODEL (and OPENAI_ENDPOINT for an "
-    "OpenAI-compatible server), or install local inference with: pip install \"ironhive[local]\" "
+    'OpenAI-compatible server), or install local inference with: pip install "ironhive[local]" '
     "(LMSUPPLY_ENABLED=false turns local inference off)."
 )
 

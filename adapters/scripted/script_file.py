@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ironhive.adapters.scripted.client import ScriptedChatClient, ScriptedToolCall, ScriptStep
 from ironhive.domain.errors import ConfigurationError, ProviderError
-from ironhive.ports.chat import JsonValue, Usage
+from ironhive.ports.chat import Usage
 
 
 class _Strict(BaseModel):
@@ -86,10 +86,7 @@ def load_scripted_client(path: Path) -> ScriptedChatClient:
     except OSError as error:
         raise ConfigurationError(f"Cannot read the model script {path}: {error.strerror or error}") from error
     try:
-        if path.suffix.lower() in {".yaml", ".yml"}:
-            data = yaml.safe_load(raw_text)
-        else:
-            data = json.loads(raw_text)
+        data = yaml.safe_load(raw_text) if path.suffix.lower() in {".yaml", ".yml"} else json.loads(raw_text)
         script = _Script.model_validate({"steps": data} if isinstance(data, list) else data)
     except (ValueError, yaml.YAMLError, ValidationError) as error:
         raise ConfigurationError(f"The model script {path} is not valid: {error}") from error

@@ -38,7 +38,8 @@ def tool_exchanges(conversation: Sequence[ChatMessage]) -> list[ToolExchange]:
         for call in message.tool_calls:
             calls[call.call_id] = call
         for result in message.tool_results:
-            call = calls.pop(result.call_id, None)
-            if call is not None:
-                exchanges.append(ToolExchange(call=call, result=result))
+            answered = calls.get(result.call_id)
+            if answered is not None:
+                del calls[result.call_id]
+                exchanges.append(ToolExchange(call=answered, result=result))
     return exchanges

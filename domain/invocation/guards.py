@@ -16,7 +16,8 @@ class ArgumentParseFailureMiddleware:
         if error is None:
             return await next_step(invocation)
         return ToolOutcome(
-            result=f"{error}. Re-issue the call with complete arguments that are valid JSON matching the tool's schema.",
+            result=f"{error}. Re-issue the call with complete arguments that are valid JSON matching the tool's "
+            "schema.",
             success=False,
         )
 

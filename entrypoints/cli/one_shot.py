@@ -1,4 +1,4 @@
-"""Runs one prompt (``ironhive -p``): builds the agent, streams the turn into a renderer, maps failures to exit codes."""
+"""Runs one prompt (``ironhive -p``): builds the agent, streams the turn, maps failures to exit codes."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
     renderer.start(None)
     try:
         choice = select_provider(request.provider, request.model, environ)
-        agent = build_agent(
+        agent = await build_agent(
             AgentSettings(provider=choice, working_directory=Path.cwd(), planning=request.planning)
         )
         if request.dry_run:

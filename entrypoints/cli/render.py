@@ -42,7 +42,9 @@ def usage_json(usage: Usage) -> dict[str, object] | None:
 def replay(turn: TurnRecord) -> Iterator[AgentChunk]:
     """Chunks that describe a turn that ran without streaming: its tool calls, then its answer."""
     for record in turn.tool_calls:
-        call = ToolCallPart(call_id=record.call_id, name=record.name, arguments=None, arguments_text=record.arguments_text)
+        call = ToolCallPart(
+            call_id=record.call_id, name=record.name, arguments=None, arguments_text=record.arguments_text
+        )
         yield ToolCallChunk(call=call)
         yield ToolResultChunk(record=record)
     if turn.content:
@@ -135,7 +137,9 @@ class JsonlRenderer:
             case ThinkingDelta(text=text) if self._show_thinking:
                 self._line({"type": "thinking", "content": text})
             case ToolCallChunk(call=call):
-                self._line({"type": "tool_call", "id": call.call_id, "name": call.name, "arguments": call.arguments_text})
+                self._line(
+                    {"type": "tool_call", "id": call.call_id, "name": call.name, "arguments": call.arguments_text}
+                )
             case ToolResultChunk(record=record):
                 self._line(
                     {

@@ -104,7 +104,7 @@ async def test_streaming_yields_chunks_in_order_and_ends_with_the_turn() -> None
     assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "Let me lookFound it."
     turn = chunks[-1]
     assert isinstance(turn, TurnCompleted)
-    assert turn.turn.content == "Let me lookFound it."
+    assert turn.turn.content == "Let me look\n\nFound it."
     assert turn.turn.thinking == "hmm"
     assert turn.turn.usage == Usage(input_tokens=1, output_tokens=2)
     assert isinstance(chunks[4], ToolCallChunk) and isinstance(chunks[6], ToolResultChunk)

@@ -1,0 +1,75 @@
+"""ConsoleApprovalService: asks on the terminal; without one (stdin or stdout redirected) it rejects instead."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+from ironhive.ports.approval import ApprovalDecision, ApprovalRequest
+
+_CHOICES = (
+    "  [y] approve once\n"
+    "  [a] always approve this tool for this session\n"
+    "  [n] reject\n"
+    "  [s] reject and stop the request\n"
+)
+
+
+class ConsoleApprovalService:
+    """The ApprovalService of an interactive terminal.
+
+    The question is written to stderr and the answer read from stdin, only when both stdin and stdout are terminals:
+    a prompt must never land in an output stream or wait on a pipe. Otherwise every request is rejected.
+    """
+
+    def __init__(
+        self,
+        *,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        is_interactive: Callable[[], bool] | None = None,
+    ) -> None:
+        self._stdin = stdin or sys.stdin
+        self._stdout = stdout or sys.stdout
+        self._stderr = stderr or sys.stderr
+        self._is_interactive = is_interactive or self._both_terminals
+
+    def _both_terminals(self) -> bool:
+        return self._stdin.isatty() and self._stdout.isatty()
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask on the terminal, or reject when there is none."""
+        if not self._is_interactive():
+            return ApprovalDecision(
+                approved=False,
+                reason=f"'{request.tool_name}' requires approval but there is no interactive console to ask on",
+            )
+        return await asyncio.to_thread(self._ask, request)
+
+    def _ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        arguments = json.dumps(request.arguments, ensure_ascii=False)
+        self._stderr.write(
+            f"\n[{request.level.value}] {request.reason}\n"
+            f"  tool: {request.tool_name}  arguments: {arguments[:500]}\n"
+            f"{request.prompt}\n{_CHOICES}"
+        )
+        while True:
+            self._stderr.write("> ")
+            self._stderr.flush()
+            answer = self._stdin.readline()
+            if not answer:  # the terminal closed: never a pass
+                return ApprovalDecision(approved=False, reason="User rejected")
+            choice = answer.strip().lower()
+            if choice in {"y", "yes"}:
+                return ApprovalDecision(approved=True)
+            if choice in {"a", "always"}:
+                return ApprovalDecision(approved=True, always_approve=True)
+            if choice in {"n", "no"}:
+                return ApprovalDecision(approved=False, reason="User rejected")
+            if choice in {"s", "stop"}:
+                return ApprovalDecision(approved=False, reason="User rejected and stopped", stop=True)
+            self._stderr.write("Answer y, a, n or s.\n")

@@ -1,0 +1,148 @@
+"""OpenAIChatClient: the ChatClient port over an OpenAI-compatible chat-completions endpoint."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Callable, Sequence
+from types import TracebackType
+
+import openai
+
+from ironhive.adapters.openai.errors import translate_error
+from ironhive.adapters.openai.mapping import StreamAccumulator, build_request, to_chat_response
+from ironhive.domain.errors import ConfigurationError
+from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
+
+# The SDK refuses to start without a key, but local OpenAI-compatible servers (Ollama, llama.cpp) need none.
+_NO_KEY = "no-key"
+
+
+def _new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+class OpenAIChatClient:
+    """A ``ChatClient`` that talks to OpenAI, or any server speaking its chat-completions API, through the openai SDK.
+
+    The SDK client is built on first use, so constructing this object does no I/O. The SDK's own retries are off:
+    ironhive decides about retrying from the ``ProviderError`` it raises.
+
+    Args:
+        api_key: The API key; may be empty only when ``base_url`` points at a server that needs none.
+        model: The model asked for unless ``ChatOptions.model`` names another.
+        base_url: The API's base URL (ending in ``/v1``); ``None`` means the SDK's default (OpenAI).
+        provider_name: The name used in error messages and errors' ``provider``.
+        timeout: Seconds one request may take.
+        use_max_tokens_field: Send the output limit as the legacy ``max_tokens`` instead of
+            ``max_completion_tokens`` (for servers that know only the former).
+        id_factory: Makes ids for tool calls that arrive without one.
+
+    Raises:
+        ConfigurationError: The model is empty, the timeout not positive, or the key missing for OpenAI itself.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        provider_name: str = "openai",
+        timeout: float = 600.0,
+        use_max_tokens_field: bool = False,
+        id_factory: Callable[[], str] | None = None,
+    ) -> None:
+        if not model.strip():
+            raise ConfigurationError(f"{provider_name}: a model name is required")
+        if timeout <= 0:
+            raise ConfigurationError(f"{provider_name}: the timeout must be positive, not {timeout}")
+        if not api_key and base_url is None:
+            raise ConfigurationError(f"{provider_name}: an API key is required")
+        self._api_key = api_key
+        self._model = model
+        self._base_url = base_url
+        self._provider_name = provider_name
+        self._timeout = timeout
+        self._use_max_tokens_field = use_max_tokens_field
+        self._id_factory = id_factory or _new_call_id
+        self._sdk: openai.AsyncOpenAI | None = None
+
+    @property
+    def model(self) -> str:
+        """The default model of this client."""
+        return self._model
+
+    @property
+    def provider_name(self) -> str:
+        """The provider's name as used in errors."""
+        return self._provider_name
+
+    async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """Answer ``messages`` in one piece.
+
+        Raises:
+            ProviderError: The request failed; ``ContextOverflowError`` when it did not fit the window.
+            ConfigurationError: ``options.tool_mode`` is unknown.
+        """
+        request = build_request(
+            messages, options, default_model=self._model, use_max_tokens_field=self._use_max_tokens_field
+        )
+        try:
+            completion = await self._client().chat.completions.create(**request)
+        except openai.OpenAIError as exc:
+            raise translate_error(exc, provider=self._provider_name, secrets=(self._api_key,)) from exc
+        return to_chat_response(completion, self._id_factory)
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions
+    ) -> AsyncGenerator[ChatUpdate, None]:
+        """Answer ``messages`` as a stream of updates; tool calls arrive complete, usage last.
+
+        ``aclose()`` on the returned generator ends the request early and releases its connection.
+
+        Raises:
+            ProviderError: The request failed, when it was sent or mid-stream.
+            ConfigurationError: ``options.tool_mode`` is unknown.
+        """
+        request = build_request(
+            messages, options, default_model=self._model, use_max_tokens_field=self._use_max_tokens_field
+        )
+        accumulator = StreamAccumulator(self._id_factory)
+        try:
+            stream = await self._client().chat.completions.create(
+                **request, stream=True, stream_options={"include_usage": True}
+            )
+            async with stream:
+                async for chunk in stream:
+                    for update in accumulator.feed(chunk):
+                        yield update
+        except openai.OpenAIError as exc:
+            raise translate_error(exc, provider=self._provider_name, secrets=(self._api_key,)) from exc
+        for update in accumulator.finish():
+            yield update
+
+    async def aclose(self) -> None:
+        """Close the SDK client (and its connection pool) if it was built."""
+        if self._sdk is not None:
+            sdk, self._sdk = self._sdk, None
+            await sdk.close()
+
+    close = aclose
+
+    async def __aenter__(self) -> OpenAIChatClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def _client(self) -> openai.AsyncOpenAI:
+        if self._sdk is None:
+            self._sdk = openai.AsyncOpenAI(
+                api_key=self._api_key or _NO_KEY, base_url=self._base_url, timeout=self._timeout, max_retries=0
+            )
+        return self._sdk
+
+
+__all__ = ["OpenAIChatClient"]

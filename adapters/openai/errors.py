@@ -1,0 +1,146 @@
+"""Translation of openai SDK exceptions into ironhive's error tree, in one place."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from email.utils import parsedate_to_datetime
+
+import openai
+
+from ironhive.domain.errors import ContextOverflowError, ProviderError
+
+_MAX_MESSAGE = 500
+_OVERFLOW_CODES = frozenset({"context_length_exceeded"})
+# llama.cpp's server reports an overflow with this error type and states the window as ``n_ctx``.
+_OVERFLOW_TYPES = frozenset({"exceed_context_size_error"})
+_WINDOW_PATTERN = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
+# Errors sent inside a stream carry no HTTP status; these types and codes say the failure is transient.
+_TRANSIENT_STREAM_ERRORS = frozenset({"server_error", "rate_limit_exceeded", "overloaded_error", "timeout"})
+
+
+def is_retryable_status(status: int) -> bool:
+    """Whether a request that failed with ``status`` may succeed if sent again."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence[str] = ()) -> ProviderError:
+    """Translate an openai SDK exception into a ``ProviderError`` (raise it ``from exc``).
+
+    Args:
+        exc: What the SDK raised.
+        provider: The provider's name, for the message.
+        secrets: Strings (the API key) that must never appear in the message.
+
+    Returns:
+        ``ContextOverflowError`` when the request did not fit the context window, else ``ProviderError`` with the
+        HTTP status and whether a retry may succeed.
+    """
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
+    if isinstance(exc, openai.APIConnectionError):
+        reason = _clip(_redact((str(exc.__cause__) if exc.__cause__ else "") or exc.message, secrets))
+        return ProviderError(f"could not connect to {provider}: {reason}", retryable=True, provider=provider)
+    if isinstance(exc, openai.APIError):
+        server_message = _clip(_redact(_server_message(exc), secrets))
+        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        if _is_overflow(exc, server_message):
+            return ContextOverflowError(
+                f"{provider} rejected the request as too long for the model's context window "
+                f"(HTTP {status or 400}): {server_message}",
+                window=_window(exc.body, server_message),
+                provider=provider,
+            )
+        if status is not None:
+            return ProviderError(
+                f"{provider} returned HTTP {status}: {server_message}",
+                status=status,
+                retryable=is_retryable_status(status),
+                provider=provider,
+            )
+        transient = bool({exc.type, exc.code} & _TRANSIENT_STREAM_ERRORS)
+        return ProviderError(f"{provider} reported an error: {server_message}", retryable=transient, provider=provider)
+    return ProviderError(f"{provider} failed: {_clip(_redact(str(exc), secrets))}", provider=provider)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """How long the provider asked to wait before retrying, read from its ``Retry-After`` headers.
+
+    Args:
+        exc: The SDK's ``APIStatusError``, or an error whose ``__cause__`` chain leads to one (as a translated
+            ``ProviderError`` does).
+
+    Returns:
+        Seconds to wait (never negative), or ``None`` when the response stated no usable value.
+    """
+    current: BaseException | None = exc
+    while current is not None and not isinstance(current, openai.APIStatusError):
+        current = current.__cause__
+    if current is None:
+        return None
+    headers = current.response.headers
+    # OpenAI also sends the non-standard retry-after-ms, which is more precise.
+    if (millis := _seconds(headers.get("retry-after-ms"))) is not None:
+        return millis / 1000
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    if (seconds := _seconds(raw)) is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _seconds(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return max(0.0, value) if value == value else None  # NaN is not a delay
+
+
+def _server_message(exc: openai.APIError) -> str:
+    body = exc.body
+    if isinstance(body, Mapping):
+        message = body.get("message")
+        if isinstance(message, str) and message.strip():
+            return message
+    if isinstance(body, str) and body.strip():
+        return body
+    return exc.message
+
+
+def _is_overflow(exc: openai.APIError, server_message: str) -> bool:
+    return (
+        exc.code in _OVERFLOW_CODES or exc.type in _OVERFLOW_TYPES or _WINDOW_PATTERN.search(server_message) is not None
+    )
+
+
+def _window(body: object, server_message: str) -> int | None:
+    if isinstance(body, Mapping):
+        n_ctx = body.get("n_ctx")
+        if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+            return n_ctx
+    match = _WINDOW_PATTERN.search(server_message)
+    return int(match.group(1)) if match else None
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
+
+
+def _redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+__all__ = ["is_retryable_status", "retry_after_seconds", "translate_error"]

@@ -1,0 +1,1 @@
+"""ironhive test suite."""

@@ -1,0 +1,1 @@
+"""Test support: loopback servers and helpers shared by the test suites."""
