@@ -41,7 +41,5 @@ def merge_options(base: ChatOptions, override: ChatOptions | None) -> ChatOption
     """
     if override is None:
         return base
-    changes = {
-        field.name: value for field in fields(override) if (value := getattr(override, field.name)) is not None
-    }
+    changes = {field.name: value for field in fields(override) if (value := getattr(override, field.name)) is not None}
     return replace(base, **changes) if changes else base
