@@ -7,6 +7,7 @@ IronHiveError
 ├── ToolError               a tool ran and failed; the message goes to the model
 │   └── ToolArgumentError       the arguments do not fit the tool's parameters
 ├── ApprovalRejectedError   a human rejected a call and asked to stop the request
+├── TurnOptionsError        a turn's options name an unknown tool, mode or effort
 └── SessionNotFoundError    no session has the given id
 
 Messages never contain API keys or request bodies.
@@ -71,6 +72,10 @@ class ToolArgumentError(ToolError):
 
 class ApprovalRejectedError(IronHiveError):
     """A human rejected a call and asked to stop the whole request."""
+
+
+class TurnOptionsError(IronHiveError):
+    """A turn's options name a tool that is not registered, or an unknown tool mode or reasoning effort."""
 
 
 class SessionNotFoundError(IronHiveError):

@@ -1,21 +1,27 @@
-"""Builds the agent loop that the CLI and the servers share: provider, tools, pipeline, approvals, prompts."""
+"""Builds the agent loop that the CLI and the servers share: provider, tools, permissions, pipeline, approvals."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
+from ironhive.adapters.permissions.loader import load_permission_policy
 from ironhive.adapters.tools.provider import BuiltInToolProvider
 from ironhive.container import IronHiveContainer
 from ironhive.domain.agent_loop import AgentLoop
+from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
     ArgumentParseFailureMiddleware,
     RepeatedCallGuardMiddleware,
     RepeatedErrorGuardMiddleware,
 )
-from ironhive.domain.invocation.pipeline import ToolInvocationPipeline, ToolMiddleware
+from ironhive.domain.invocation.pipeline import ToolInvocationPipeline
 from ironhive.domain.invocation.resilient import ResilientArgumentsMiddleware
+from ironhive.domain.permissions.modes import Mode, ModeStateMachine
+from ironhive.domain.permissions.policy import ToolCallPolicy
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
+from ironhive.ports.approval import ApprovalService
 from ironhive.ports.chat import ChatOptions
 from ironhive.providers import ProviderChoice
 
@@ -24,16 +30,45 @@ CLI_OPTIONS = ChatOptions(temperature=0.7, max_output_tokens=4096)
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AgentSettings:
-    """How to build the agent of one CLI run or server session."""
+    """How to build the agent of one CLI run or server session.
+
+    Attributes:
+        provider: The chat provider.
+        working_directory: Where the tools work and what the permission rules are relative to.
+        approval: Who answers the calls the rules ask about (the console, or the client over the wire).
+        initial_mode: Working for the CLI, Planning with ``--plan``, Idle for ``run`` and the servers.
+    """
 
     provider: ProviderChoice
     working_directory: Path
-    planning: bool = False
+    approval: ApprovalService | None
+    initial_mode: Mode = Mode.WORKING
 
 
-def tool_pipeline(gate: ToolMiddleware) -> ToolInvocationPipeline:
-    """The pipeline of the CLI and servers: parse failures, loop guards, the approval gate, resilient arguments."""
-    return ToolInvocationPipeline(
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Agent:
+    """A built agent: the loop and the mode machine its approval gate reads."""
+
+    loop: AgentLoop
+    modes: ModeStateMachine
+
+
+async def build_agent(settings: AgentSettings) -> Agent:
+    """The agent of a CLI run or server session.
+
+    Raises:
+        ConfigurationError: A permission file or section is broken.
+    """
+    root = settings.working_directory.resolve()
+    policy = load_permission_policy(root, None)
+    modes = ModeStateMachine(settings.initial_mode)
+    gate = ApprovalGateMiddleware(
+        ToolCallPolicy(policy, root, GitIgnorePathMatcher()),
+        settings.approval,
+        mode=lambda: modes.mode,
+        read_only_tools=policy.read_only_tools,
+    )
+    pipeline = ToolInvocationPipeline(
         [
             ArgumentParseFailureMiddleware(),
             RepeatedCallGuardMiddleware(),
@@ -42,15 +77,11 @@ def tool_pipeline(gate: ToolMiddleware) -> ToolInvocationPipeline:
             ResilientArgumentsMiddleware(),
         ]
     )
-
-
-async def build_agent(settings: AgentSettings) -> AgentLoop:
-    """The agent loop of a CLI run or server session."""
-    tools = await BuiltInToolProvider(settings.working_directory).get_tools()
     container = IronHiveContainer().add_ironhive(
         chat_client_factory=settings.provider.build,
-        tools=tools,
+        tools=await BuiltInToolProvider(root).get_tools(),
         system_prompt=DEFAULT_SYSTEM_PROMPT,
         options=CLI_OPTIONS,
+        pipeline=pipeline,
     )
-    return container.agent_loop()
+    return Agent(loop=container.agent_loop(), modes=modes)

@@ -60,6 +60,62 @@ def chat(
     )
 
 
+@app.command
+def run(
+    prompt_argument: Annotated[str | None, Parameter(name="PROMPT", help="The prompt (wins over -p).")] = None,
+    *,
+    prompt: Annotated[str | None, Parameter(name=["-p", "--prompt"], help="The prompt.")] = None,
+    model: Annotated[str | None, Parameter(name=["-m", "--model"], help="Model to use (or provider/model).")] = None,
+    provider: Annotated[str | None, Parameter(help="Provider to use: openai, local (lmsupply), scripted.")] = None,
+    show_tokens: Annotated[bool, Parameter(help="Show token usage.")] = False,
+    show_thinking: Annotated[bool, Parameter(help="Show the model's thinking/reasoning.")] = False,
+    json: Annotated[bool, Parameter(help="Output the response as JSON.")] = False,
+    server: Annotated[
+        bool, Parameter(help="Server mode: the turn-stream protocol as JSON Lines on stdin/stdout.")
+    ] = False,
+    session_id: Annotated[str | None, Parameter(help="Session id for server mode (default: a new id).")] = None,
+    approval_timeout: Annotated[
+        float, Parameter(help="Server mode: seconds an approval request waits for its answer before it is rejected.")
+    ] = 300.0,
+) -> int:
+    """Run a single prompt and exit, or serve the JSON Lines protocol with --server."""
+    if server:
+        from ironhive.server import run_server
+
+        if approval_timeout <= 0:
+            sys.stderr.write("Error: --approval-timeout must be positive.\n")
+            return 1
+        return run_server(
+            session_id=session_id,
+            provider=provider,
+            model=model,
+            environ=os.environ,
+            approval_timeout_seconds=approval_timeout,
+        )
+    text = prompt_argument or prompt
+    if not text:
+        sys.stderr.write("Error: Prompt is required.\n")
+        return 1
+    from ironhive.cli.one_shot import OneShotRequest, run_one_shot
+
+    return run_one_shot(
+        OneShotRequest(
+            prompt=text,
+            model=model,
+            provider=provider,
+            output="run-json" if json else "text",
+            plain=True,
+            stream=False,
+            show_tokens=show_tokens,
+            show_thinking=show_thinking,
+            planning=False,
+            dry_run=False,
+            idle_mode=True,
+        ),
+        environ=os.environ,
+    )
+
+
 def run_app(args: list[str]) -> int:
     """Parse ``args`` and run the matching command; returns the exit code."""
     try:

@@ -10,10 +10,22 @@ from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ironhive.cli.render import CANCELLED, JsonlRenderer, JsonRenderer, Renderer, TextRenderer, replay
+from ironhive.cli.render import (
+    CANCELLED,
+    JsonlRenderer,
+    JsonRenderer,
+    Renderer,
+    RunJsonRenderer,
+    TextRenderer,
+    replay,
+)
 from ironhive.domain.errors import ConfigurationError, IronHiveError
 from ironhive.domain.turn import TurnCompleted
+
+if TYPE_CHECKING:
+    from ironhive.domain.permissions.modes import Mode
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -36,6 +48,7 @@ class OneShotRequest:
     show_thinking: bool
     planning: bool
     dry_run: bool
+    idle_mode: bool = False
 
 
 def make_renderer(request: OneShotRequest) -> Renderer:
@@ -44,6 +57,8 @@ def make_renderer(request: OneShotRequest) -> Renderer:
         return JsonRenderer(show_thinking=request.show_thinking)
     if request.output == "jsonl":
         return JsonlRenderer(show_thinking=request.show_thinking)
+    if request.output == "run-json":
+        return RunJsonRenderer()
     return TextRenderer(show_thinking=request.show_thinking, show_tokens=request.show_tokens, plain=request.plain)
 
 
@@ -55,6 +70,7 @@ def run_one_shot(request: OneShotRequest, *, environ: Mapping[str, str]) -> int:
 
 
 async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[str, str]) -> int:
+    from ironhive.adapters.console_approval import ConsoleApprovalService
     from ironhive.agent_factory import AgentSettings, build_agent
     from ironhive.providers import select_provider
 
@@ -64,9 +80,16 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
     renderer.start(None)
     try:
         choice = select_provider(request.provider, request.model, environ)
-        agent = await build_agent(
-            AgentSettings(provider=choice, working_directory=Path.cwd(), planning=request.planning)
-        )
+        agent = (
+            await build_agent(
+                AgentSettings(
+                    provider=choice,
+                    working_directory=Path.cwd(),
+                    approval=ConsoleApprovalService(),
+                    initial_mode=_initial_mode(request),
+                )
+            )
+        ).loop
         if request.dry_run:
             sys.stderr.write("Dry run: planning mode, read-only tools only; nothing will be changed.\n")
         if request.stream:
@@ -98,6 +121,14 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
     renderer.finish(turn, None)
     return EXIT_OK
+
+
+def _initial_mode(request: OneShotRequest) -> Mode:
+    from ironhive.domain.permissions.modes import Mode
+
+    if request.idle_mode:
+        return Mode.IDLE
+    return Mode.PLANNING if request.planning else Mode.WORKING
 
 
 def _fail(renderer: Renderer, request: OneShotRequest, text_message: str, machine_message: str) -> None:

@@ -164,6 +164,43 @@ class JsonlRenderer:
         self._line({"type": "error", "error": message})
 
 
+class RunJsonRenderer:
+    """``ironhive run --json``: one indented snake_case object (``content``, ``thinking``, ``usage``)."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out or sys.stdout
+
+    def start(self, session_id: str | None) -> None:
+        """Nothing is written before the turn ends."""
+
+    def chunk(self, chunk: AgentChunk) -> None:
+        """Nothing is written before the turn ends."""
+
+    def finish(self, turn: TurnRecord, session_id: str | None) -> None:
+        """Write the response object."""
+        usage = turn.usage
+        body = {
+            "content": turn.content,
+            "thinking": {"content": turn.thinking, "token_count": math.ceil(len(turn.thinking) / 4)}
+            if turn.thinking
+            else None,
+            "usage": None
+            if usage.total_tokens is None
+            else {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        }
+        self._out.write(json.dumps(body, ensure_ascii=False, indent=2) + "\n")
+        self._out.flush()
+
+    def fail(self, message: str, code: int) -> None:
+        """Write the error object."""
+        self._out.write(json.dumps({"error": message}, ensure_ascii=False, indent=2) + "\n")
+        self._out.flush()
+
+
 class TextRenderer:
     """``--output text``: the answer as it streams, tool calls on their own lines, diagnostics on stderr."""
 

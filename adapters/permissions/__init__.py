@@ -1,0 +1,1 @@
+"""Permission sources: the project permission file and the gitignore-style path matcher."""

@@ -1,0 +1,68 @@
+"""Turns the agent loop's chunk stream into turn-stream protocol events (the same mapping for stdio and HTTP)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+
+from ironhive.adapters.protocol.models import (
+    AddendumEvent,
+    ServerEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+    TurnEndEvent,
+)
+from ironhive.domain.turn import (
+    AddendumChunk,
+    AgentChunk,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallChunk,
+    ToolResultChunk,
+    TurnCompleted,
+    UsageChunk,
+)
+from ironhive.ports.chat import Usage
+
+
+async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[ServerEvent]:
+    """Map one turn's chunks to events, ending with exactly one ``turn_end`` carrying the summed usage.
+
+    Every call whose outcome is known gets its ``tool_end`` before ``turn_end``; a call whose outcome is unknown gets
+    none.
+
+    Args:
+        chunks: The turn's chunk stream (``AgentLoop.run_streaming``).
+
+    Yields:
+        The protocol events of the turn.
+    """
+    usage = Usage()
+    ended: set[str] = set()
+    async for chunk in chunks:
+        match chunk:
+            case TextDelta(text=text):
+                yield TextDeltaEvent(content=text)
+            case ThinkingDelta(text=text):
+                yield ThinkingDeltaEvent(content=text)
+            case ToolCallChunk(call=call):
+                yield ToolStartEvent(tool=call.name, input=None, call_id=call.call_id)
+            case ToolResultChunk(record=record) if record.success is not None:
+                ended.add(record.call_id)
+                yield ToolEndEvent(
+                    tool=record.name, success=record.success, output=record.result, call_id=record.call_id
+                )
+            case UsageChunk(usage=reported):
+                usage = usage + reported
+            case AddendumChunk(text=text):
+                yield AddendumEvent(content=text)
+            case TurnCompleted(turn=turn):
+                for record in turn.tool_calls:
+                    if record.success is not None and record.call_id not in ended:
+                        yield ToolEndEvent(
+                            tool=record.name, success=record.success, output=record.result, call_id=record.call_id
+                        )
+            case _:
+                pass
+    yield TurnEndEvent.from_counts(usage.input_tokens, usage.output_tokens)

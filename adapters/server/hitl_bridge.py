@@ -1,0 +1,145 @@
+"""HitlBridge: an ApprovalService whose human is the protocol client (hitl_request → hitl_response)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from ironhive.adapters.protocol.models import HitlRequestEvent, HitlResponseRequest
+from ironhive.adapters.system import UuidIdGenerator
+from ironhive.ports.approval import ApprovalDecision, ApprovalRequest
+from ironhive.ports.chat import JsonValue
+from ironhive.ports.system import IdGenerator
+
+DEFAULT_TIMEOUT_SECONDS = 300.0
+NO_CLIENT = "no client is attached to answer approval requests"
+CONNECTION_CLOSED = "the client connection closed before answering"
+SHUT_DOWN = "the approval bridge was shut down"
+DECLINED = "the operator declined"
+_TARGET_ARGUMENTS = ("path", "command", "url", "query")
+
+log = logging.getLogger(__name__)
+
+SendRequest = Callable[[HitlRequestEvent], Awaitable[None]]
+
+
+def approval_target(arguments: Mapping[str, JsonValue]) -> str:
+    """The first non-empty of the call's ``path``, ``command``, ``url`` or ``query`` arguments, else ""."""
+    for name in _TARGET_ARGUMENTS:
+        value = arguments.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Answer:
+    decision: ApprovalDecision
+
+
+class HitlBridge:
+    """Sends each asked call to the attached runner's client and waits for its answer.
+
+    Every way of not getting an answer is a rejection, never a pass: no runner attached, the timeout, a runner that
+    detaches (its connection closed) and a bridge that is shut down. A cancelled turn cancels the wait.
+
+    Args:
+        timeout_seconds: How long a request waits for its answer (5 minutes by default; must be positive).
+        ids: Makes the 32-hex request ids.
+    """
+
+    def __init__(self, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, ids: IdGenerator | None = None) -> None:
+        if timeout_seconds <= 0:
+            raise ValueError("timeout_seconds must be positive")
+        self._timeout = timeout_seconds
+        self._ids = ids or UuidIdGenerator()
+        self._send: SendRequest | None = None
+        self._pending: dict[str, asyncio.Future[_Answer]] = {}
+        self._closed = False
+
+    @property
+    def pending_ids(self) -> tuple[str, ...]:
+        """The ids of the requests waiting for an answer, oldest first."""
+        return tuple(self._pending)
+
+    def attach(self, send: SendRequest) -> None:
+        """Attach a runner: ``send`` writes a ``hitl_request`` to its client. One runner at a time."""
+        if self._send is not None:
+            raise RuntimeError("A runner is already attached to this approval bridge.")
+        self._send = send
+
+    def detach(self) -> None:
+        """Detach the runner; every pending request is rejected (the connection closed)."""
+        self._send = None
+        self._reject_all(CONNECTION_CLOSED)
+
+    def close(self) -> None:
+        """Shut the bridge down; pending and later requests are rejected."""
+        self._closed = True
+        self._send = None
+        self._reject_all(SHUT_DOWN)
+
+    def resolve(self, response: HitlResponseRequest) -> bool:
+        """Answer a pending request; returns whether the answer was taken.
+
+        An answer with an ``id`` resolves that request; one without resolves only while exactly one request waits.
+        """
+        if response.id is not None:
+            future = self._pending.get(response.id)
+        elif len(self._pending) == 1:
+            future = next(iter(self._pending.values()))
+        else:
+            future = None
+        if future is None or future.done():
+            log.warning(
+                "approval answer dropped: no matching request (id=%s, %d waiting)", response.id, len(self._pending)
+            )
+            return False
+        decision = ApprovalDecision(
+            approved=response.approved,
+            reason=None if response.approved else (response.reason or DECLINED),
+            modified_arguments=dict(response.modified_arguments) if response.modified_arguments else None,
+            always_approve=response.always_approve,
+        )
+        future.set_result(_Answer(decision=decision))
+        return True
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask the client and wait for its answer (or a rejection)."""
+        if self._closed:
+            return ApprovalDecision(approved=False, reason=SHUT_DOWN)
+        send = self._send
+        if send is None:
+            return ApprovalDecision(approved=False, reason=NO_CLIENT)
+        request_id = self._ids.new_id()
+        future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future  # registered before the request is written: an instant answer is kept
+        try:
+            await send(
+                HitlRequestEvent(
+                    id=request_id,
+                    action=request.reason or request.tool_name,
+                    target=approval_target(request.arguments),
+                    description=request.prompt,
+                    tool_name=request.tool_name,
+                    arguments=dict(request.arguments),
+                    call_id=request.call_id,
+                    level=request.level.value,
+                )
+            )
+            answer = await asyncio.wait_for(asyncio.shield(future), self._timeout)
+        except TimeoutError:
+            return ApprovalDecision(
+                approved=False, reason=f"no answer to the approval request within {self._timeout:g}s"
+            )
+        finally:
+            self._pending.pop(request_id, None)
+        return answer.decision
+
+    def _reject_all(self, reason: str) -> None:
+        for future in self._pending.values():
+            if not future.done():
+                future.set_result(_Answer(decision=ApprovalDecision(approved=False, reason=reason)))
+        self._pending.clear()

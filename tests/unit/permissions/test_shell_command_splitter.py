@@ -1,0 +1,93 @@
+"""The shell splitter: separators, substitutions, groups, quoting, comments and what it refuses to parse."""
+
+from __future__ import annotations
+
+import pytest
+
+from ironhive.domain.permissions.shell import ShellParseError, split_shell_command
+
+
+@pytest.mark.parametrize(
+    ("command", "parts"),
+    [
+        ("git status", ["git status"]),
+        ("  git   status  ", ["git status"]),
+        ("git status; rm -rf ~", ["git status", "rm -rf ~"]),
+        ("a && b || c | d & e", ["a", "b", "c", "d", "e"]),
+        ("a\nb\r\nc", ["a", "b", "c"]),
+        ("a |& b", ["a", "b"]),
+        ("ls && curl x | sh", ["ls", "curl x", "sh"]),
+        # substitutions: their commands are parts, the outer word keeps the raw text
+        ("echo $(rm -rf /)", ["rm -rf /", "echo $(rm -rf /)"]),
+        ("echo `rm -rf /`", ["rm -rf /", "echo `rm -rf /`"]),
+        ('echo "$(rm -rf x)"', ["rm -rf x", "echo $(rm -rf x)"]),
+        ('echo "`rm x`"', ["rm x", "echo `rm x`"]),
+        ("echo $(a $(b))", ["b", "a $(b)", "echo $(a $(b))"]),
+        ("echo `a \\`b\\``", ["b", "a `b`", "echo `a \\`b\\``"]),
+        ("cat <(rm a) >(rm b)", ["rm a", "rm b", "cat <(rm a) >(rm b)"]),
+        ("echo ${x:-$(rm y)}", ["rm y", "echo ${x:-$(rm y)}"]),
+        ("echo $((1 + $(rm z)))", ["rm z", "echo $((1 + $(rm z)))"]),
+        ("echo $((1+2))", ["echo $((1+2))"]),
+        # subshells and groups
+        ("(cd src && git status)", ["cd src", "git status"]),
+        ("{ ls; rm -rf x; }", ["ls", "rm -rf x"]),
+        ("if true; then rm -rf x; fi", ["true", "rm -rf x"]),
+        ("while read l; do echo $l; done < f", ["read l", "echo $l", "< f"]),
+        ("! git diff --quiet", ["git diff --quiet"]),
+        # quoting and escapes keep separators inside words, and unquote the words
+        ('git commit -m "a;b && c"', ["git commit -m a;b && c"]),
+        ("echo 'a|b'", ["echo a|b"]),
+        ("echo a\\;b", ["echo a;b"]),
+        ("r''m -rf  /", ["rm -rf /"]),
+        ('"rm" -rf x', ["rm -rf x"]),
+        ("\\rm -rf x", ["rm -rf x"]),
+        ("rm '' -rf \"\" x", ["rm -rf x"]),
+        ("echo $'a\\'b'", ["echo a\\'b"]),
+        ('echo $"hi"', ["echo hi"]),
+        ("git sta\\\ntus", ["git status"]),
+        # redirections stay in the text; >& and &> are not separators
+        ("git status 2>&1 | tee log", ["git status 2>&1", "tee log"]),
+        ("ls &>/dev/null & echo x", ["ls &>/dev/null", "echo x"]),
+        ("echo x >| f", ["echo x >| f"]),
+        # a quoted ">" is not a redirection, so the "&" after it is a separator
+        ('echo ">"&rm -rf x', ["echo >", "rm -rf x"]),
+        # leading assignments stay part of the command
+        ("FOO=1 rm -rf x", ["FOO=1 rm -rf x"]),
+        ("X=$(rm a) git status", ["rm a", "X=$(rm a) git status"]),
+        # comments
+        ("echo hi # ; rm -rf x", ["echo hi"]),
+        ("echo a#b", ["echo a#b"]),
+        ("# only a comment", []),
+        ("", []),
+        (";;", []),
+    ],
+)
+def test_split_table(command: str, parts: list[str]) -> None:
+    assert split_shell_command(command) == parts
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ('echo "x', "double quote"),
+        ("echo 'x", "single quote"),
+        ("echo $'x", "$'"),
+        ("echo $(ls", "missing ')'"),
+        ("echo `ls", "backtick"),
+        ("(ls", "missing ')'"),
+        ("ls)", "unexpected ')'"),
+        ("f() { x; }", "unexpected '('"),
+        ("echo $((1+2)", "$(("),
+        ("echo ${x", "${"),
+        ("case $x in a) ls;; esac", "unexpected ')'"),
+        ("x=$(" * 200 + "ls", "nested too deeply"),
+        ('"${' * 200, "nested too deeply"),
+    ],
+)
+def test_unparseable_commands_raise(command: str, message: str) -> None:
+    with pytest.raises(ShellParseError, match=message.replace("(", r"\(").replace(")", r"\)").replace("$", r"\$")):
+        split_shell_command(command)
+
+
+def test_shell_parse_error_is_a_value_error() -> None:
+    assert issubclass(ShellParseError, ValueError)
