@@ -13,6 +13,7 @@ from ironhive.domain.options import ChatBehavior, merge_options
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
+    FallbackChunk,
     TextDelta,
     ThinkingDelta,
     ToolCallChunk,
@@ -242,6 +243,8 @@ class AgentLoop:
     ) -> AsyncIterator[AgentChunk]:
         if streaming:
             async for update in self._client.get_streaming_response(messages, options):
+                if update.fallback is not None:
+                    yield FallbackChunk(notice=update.fallback)
                 if update.thinking_delta:
                     result.thinking.append(update.thinking_delta)
                     yield ThinkingDelta(text=update.thinking_delta)
@@ -257,6 +260,8 @@ class AgentLoop:
                     result.finish_reason = update.finish_reason
         else:
             response = await self._client.get_response(messages, options)
+            for notice in response.notices:
+                yield FallbackChunk(notice=notice)
             for part in response.message.parts:
                 if isinstance(part, ThinkingPart):
                     result.thinking.append(part.text)

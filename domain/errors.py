@@ -31,15 +31,23 @@ class ProviderError(IronHiveError):
         status: The HTTP status, when there was one.
         retryable: Whether the same request may succeed later (rate limits, overload, network).
         provider: The provider's name, when known.
+        retry_after: Seconds the provider asked to wait before a retry (``Retry-After``), when it said.
     """
 
     def __init__(
-        self, message: str, *, status: int | None = None, retryable: bool = False, provider: str | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        provider: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.provider = provider
+        self.retry_after = retry_after
 
 
 class ContextOverflowError(ProviderError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from ironhive.ports.chat import ChatMessage, FinishReason, ToolCallPart, Usage
+from ironhive.ports.chat import ChatMessage, FallbackNotice, FinishReason, ToolCallPart, Usage
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -97,6 +97,14 @@ class AddendumChunk:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class FallbackChunk:
+    """A provider failover step (retry, switch to the next provider, chain exhausted)."""
+
+    notice: FallbackNotice
+    kind: Literal["fallback"] = "fallback"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TurnCompleted:
     """The last chunk of every successful turn."""
 
@@ -105,5 +113,12 @@ class TurnCompleted:
 
 
 AgentChunk: TypeAlias = (
-    TextDelta | ThinkingDelta | ToolCallChunk | ToolResultChunk | UsageChunk | AddendumChunk | TurnCompleted
+    TextDelta
+    | ThinkingDelta
+    | ToolCallChunk
+    | ToolResultChunk
+    | UsageChunk
+    | AddendumChunk
+    | FallbackChunk
+    | TurnCompleted
 )

@@ -168,6 +168,33 @@ class ChatOptions:
 FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter"]
 
 
+FallbackKind: TypeAlias = Literal["retry", "fallback", "exhausted"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FallbackNotice:
+    """A step of provider failover: a retry, a switch to the next provider, or the chain exhausted.
+
+    Attributes:
+        kind: ``retry`` (same provider again), ``fallback`` (the next provider takes over) or ``exhausted``.
+        category: Why: ``rate_limit``, ``overloaded``, ``server``, ``network``, ``timeout``, ``auth``, ``bad_request``
+            or ``unknown``.
+        provider_index: The provider that failed (0-based position in the chain).
+        total_providers: The chain's length.
+        attempt: The attempt on that provider that failed (1-based).
+        max_attempts: Attempts allowed per provider.
+        message: What happened, fit to show a user.
+    """
+
+    kind: FallbackKind
+    category: str
+    provider_index: int
+    total_providers: int
+    attempt: int
+    max_attempts: int
+    message: str
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ChatUpdate:
     """One piece of a streamed response. Tool calls arrive complete, never as fragments."""
@@ -177,15 +204,17 @@ class ChatUpdate:
     tool_calls: tuple[ToolCallPart, ...] = ()
     usage: Usage | None = None
     finish_reason: FinishReason | None = None
+    fallback: FallbackNotice | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ChatResponse:
-    """A whole response of one model call."""
+    """A whole response of one model call, with the failover steps it took to get it."""
 
     message: ChatMessage
     usage: Usage | None = None
     finish_reason: FinishReason | None = None
+    notices: tuple[FallbackNotice, ...] = ()
 
 
 @runtime_checkable
@@ -243,6 +272,8 @@ __all__ = [
     "ChatUpdate",
     "ContentPart",
     "ContextSizeProvider",
+    "FallbackKind",
+    "FallbackNotice",
     "FinishReason",
     "JsonValue",
     "ReasoningEffort",

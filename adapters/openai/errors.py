@@ -58,6 +58,7 @@ def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence
                 status=status,
                 retryable=is_retryable_status(status),
                 provider=provider,
+                retry_after=retry_after_seconds(exc),
             )
         transient = bool({exc.type, exc.code} & _TRANSIENT_STREAM_ERRORS)
         return ProviderError(f"{provider} reported an error: {server_message}", retryable=transient, provider=provider)

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 
 from ironhive.adapters.protocol.models import (
     AddendumEvent,
+    FallbackEvent,
     ServerEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
@@ -16,6 +17,7 @@ from ironhive.adapters.protocol.models import (
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
+    FallbackChunk,
     TextDelta,
     ThinkingDelta,
     ToolCallChunk,
@@ -57,6 +59,16 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
                 usage = usage + reported
             case AddendumChunk(text=text):
                 yield AddendumEvent(content=text)
+            case FallbackChunk(notice=notice):
+                yield FallbackEvent(
+                    kind=notice.kind,
+                    provider_index=notice.provider_index,
+                    total_providers=notice.total_providers,
+                    category=notice.category,
+                    message=notice.message,
+                    attempt=notice.attempt,
+                    max_attempts=notice.max_attempts,
+                )
             case TurnCompleted(turn=turn):
                 for record in turn.tool_calls:
                     if record.success is not None and record.call_id not in ended:

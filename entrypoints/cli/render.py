@@ -11,6 +11,7 @@ from typing import Protocol, TextIO
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
+    FallbackChunk,
     TextDelta,
     ThinkingDelta,
     ToolCallChunk,
@@ -152,6 +153,19 @@ class JsonlRenderer:
                 )
             case AddendumChunk(text=text):
                 self._line({"type": "addendum", "content": text})
+            case FallbackChunk(notice=notice):
+                self._line(
+                    {
+                        "type": "fallback",
+                        "kind": notice.kind,
+                        "category": notice.category,
+                        "providerIndex": notice.provider_index,
+                        "totalProviders": notice.total_providers,
+                        "attempt": notice.attempt,
+                        "maxAttempts": notice.max_attempts,
+                        "message": notice.message,
+                    }
+                )
             case _:
                 pass
 
@@ -257,6 +271,9 @@ class TextRenderer:
                 self._line(f"  {record.name} failed: {first_line[:200]}", style="33")
             case AddendumChunk(text=text):
                 self._line(text)
+            case FallbackChunk(notice=notice):
+                self._err.write(f"[{notice.kind}] {notice.message}\n")
+                self._err.flush()
             case _:
                 pass
 

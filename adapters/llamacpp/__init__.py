@@ -1,0 +1,1 @@
+"""In-process local inference through llama-cpp-python."""

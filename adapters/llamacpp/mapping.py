@@ -1,0 +1,196 @@
+"""Pure mapping between ironhive chat types and llama-cpp-python's OpenAI-shaped dicts (no I/O, no llama_cpp)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence, Sized
+from dataclasses import dataclass
+from typing import TypeAlias, TypeVar
+
+from ironhive.domain.errors import ConfigurationError
+from ironhive.ports.chat import (
+    ChatMessage,
+    ChatOptions,
+    FinishReason,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+
+DEFAULT_MAX_OUTPUT_TOKENS = 512
+"""Tokens generated when the options set no limit (llama.cpp's own default would fill the whole context)."""
+
+LlamaMessage: TypeAlias = dict[str, str]
+"""One chat message as llama-cpp-python's ``create_chat_completion`` takes it."""
+
+_Scores = TypeVar("_Scores")
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def to_llama_messages(messages: Sequence[ChatMessage]) -> list[LlamaMessage]:
+    """Render a conversation as plain system/user/assistant text messages.
+
+    Tool calls and tool results become readable text, so a history holding tool rounds still renders with chat
+    templates that know only the three plain roles. Tool results are sent as user text because many templates reject
+    any other role. Adjacent messages that end up with the same role are joined, since some templates insist that
+    user and assistant turns alternate. Thinking parts are left out: models are not shown their earlier reasoning.
+
+    Args:
+        messages: The conversation, oldest first.
+
+    Returns:
+        The messages for ``create_chat_completion``; messages without any renderable content are dropped.
+    """
+    rendered: list[LlamaMessage] = []
+    for message in messages:
+        role = "user" if message.role is Role.TOOL else message.role.value
+        content = _render_parts(message)
+        if not content:
+            continue
+        if rendered and rendered[-1]["role"] == role:
+            rendered[-1]["content"] += "\n\n" + content
+        else:
+            rendered.append({"role": role, "content": content})
+    return rendered
+
+
+def _render_parts(message: ChatMessage) -> str:
+    chunks: list[str] = []
+    for part in message.parts:
+        match part:
+            case TextPart(text=text) if text:
+                chunks.append(text)
+            case ToolCallPart():
+                chunks.append(render_tool_call(part))
+            case ToolResultPart():
+                chunks.append(render_tool_result(part))
+            case _:
+                pass
+    return "\n\n".join(chunks)
+
+
+def render_tool_call(call: ToolCallPart) -> str:
+    """Describe a tool call the model made, as text it can read back."""
+    arguments = call.arguments_text
+    if call.arguments is not None:
+        arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+    return f"[Tool call {call.call_id}: {call.name}({arguments})]"
+
+
+def render_tool_result(result: ToolResultPart) -> str:
+    """Describe the outcome of a tool call, as text the model can read."""
+    outcome = {True: "succeeded", False: "failed", None: "finished"}[result.success]
+    return f"[Tool result {result.call_id}: {result.name} {outcome}]\n{result.result}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompletionSettings:
+    """The sampling settings of one ``create_chat_completion`` call.
+
+    Attributes:
+        max_tokens: The most tokens to generate.
+        temperature: The sampling temperature; ``None`` keeps llama-cpp-python's default.
+        seed: The sampling seed; ``None`` lets llama-cpp-python choose.
+    """
+
+    max_tokens: int
+    temperature: float | None = None
+    seed: int | None = None
+
+    def as_kwargs(self) -> dict[str, int | float]:
+        """The settings as keyword arguments, leaving out the unset ones."""
+        kwargs: dict[str, int | float] = {"max_tokens": self.max_tokens}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        return kwargs
+
+
+def completion_settings(options: ChatOptions, *, seed: int | None = None) -> CompletionSettings:
+    """Pick the settings of one call from its options.
+
+    ``options.model`` is ignored (the client serves the one model it loaded), and so are ``options.tools`` and
+    ``options.tool_mode``: tool calling with local models is not wired yet, so the model only ever answers in text.
+
+    Args:
+        options: The options of the call.
+        seed: The client's seed, applied to every call so a call is reproducible.
+
+    Returns:
+        The settings.
+
+    Raises:
+        ConfigurationError: ``max_output_tokens`` is set but not positive.
+    """
+    max_tokens = options.max_output_tokens
+    if max_tokens is None:
+        max_tokens = DEFAULT_MAX_OUTPUT_TOKENS
+    elif max_tokens < 1:
+        raise ConfigurationError(f"max_output_tokens must be at least 1, got {max_tokens}")
+    return CompletionSettings(max_tokens=max_tokens, temperature=options.temperature, seed=seed)
+
+
+def finish_reason_of(value: object) -> FinishReason | None:
+    """Map llama-cpp-python's ``finish_reason`` onto ours; unknown or missing values give ``None``."""
+    return _FINISH_REASONS.get(value) if isinstance(value, str) else None
+
+
+def text_delta_of(chunk: Mapping[str, object]) -> tuple[str, object]:
+    """Read the text and the raw finish reason of one streamed ``chat.completion.chunk``.
+
+    Returns:
+        The text the chunk adds (``""`` for role-only and final chunks) and its ``finish_reason`` as sent.
+    """
+    choices = chunk.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return "", None
+    choice = choices[0]
+    delta = choice.get("delta")
+    text = delta.get("content") if isinstance(delta, dict) else None
+    return (text if isinstance(text, str) else ""), choice.get("finish_reason")
+
+
+class TokenCounter:
+    """Counts prompt and sampled tokens, called by llama.cpp as a logits processor before each token is sampled.
+
+    llama-cpp-python reports no usage when streaming. Its sampler hands every processor the tokens in the context so
+    far, so the first call sees exactly the prompt llama.cpp evaluated (after applying the chat template), and the
+    number of calls is the number of tokens sampled. It runs inside a ctypes callback, where an exception cannot
+    propagate, so it does nothing that can raise.
+    """
+
+    def __init__(self) -> None:
+        self.prompt_tokens: int | None = None
+        self.sampled_tokens = 0
+
+    def __call__(self, input_ids: Sized, scores: _Scores) -> _Scores:
+        """Record one sampling step and return the scores unchanged."""
+        if self.prompt_tokens is None:
+            self.prompt_tokens = len(input_ids)
+        self.sampled_tokens += 1
+        return scores
+
+    def usage(self, finish_reason: FinishReason | None) -> Usage:
+        """The usage of the finished generation.
+
+        Args:
+            finish_reason: How the generation ended.
+
+        Returns:
+            Prompt and completion tokens, counted like llama-cpp-python's non-streaming ``usage``: an end-of-generation
+            token ends a ``stop`` and is sampled but not part of the completion.
+        """
+        completion = self.sampled_tokens
+        if finish_reason == "stop" and completion > 0:
+            completion -= 1
+        return Usage(input_tokens=self.prompt_tokens, output_tokens=completion)

@@ -1,0 +1,239 @@
+"""Provider failover: transient errors are retried with backoff, then the next provider of the chain takes over."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ironhive.domain.errors import ContextOverflowError, ProviderError
+from ironhive.ports.chat import (
+    ChatClient,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatUpdate,
+    FallbackKind,
+    FallbackNotice,
+)
+
+FitMessages = Callable[[Sequence[ChatMessage], int], Awaitable[Sequence[ChatMessage]]]
+"""Reduces a request to fit a window of the given number of tokens (compaction), for a provider with a smaller one."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChainedProvider:
+    """One provider of the failover chain.
+
+    Attributes:
+        name: The provider's name (for messages).
+        client: Its chat client.
+        window: Its model's context window in tokens, when known.
+    """
+
+    name: str
+    client: ChatClient
+    window: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently a provider is retried before the next one takes over.
+
+    Attributes:
+        max_retries: Retries of a transient error on one provider (so ``max_retries + 1`` attempts).
+        initial_backoff: Seconds before the first retry; doubled for each further one.
+        max_backoff: The longest wait between attempts, ``Retry-After`` included.
+    """
+
+    max_retries: int = 2
+    initial_backoff: float = 1.0
+    max_backoff: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.initial_backoff < 0 or self.max_backoff < 0:
+            raise ValueError("retry policy values must not be negative")
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based), honouring the provider's ``Retry-After``."""
+        backoff = self.initial_backoff * 2 ** (retry - 1)
+        wanted = retry_after if retry_after is not None else backoff
+        return min(max(wanted, 0.0), self.max_backoff)
+
+
+def error_category(error: ProviderError) -> str:
+    """The failover category of a provider error."""
+    status = error.status
+    if status in (401, 403):
+        return "auth"
+    if status == 429:
+        return "rate_limit"
+    if status in (503, 529):
+        return "overloaded"
+    if status == 408:
+        return "timeout"
+    if status is not None and status >= 500:
+        return "server"
+    if status is not None and 400 <= status < 500:
+        return "bad_request"
+    return "network" if error.retryable else "unknown"
+
+
+class FailoverChatClient:
+    """A ChatClient over an ordered chain of providers.
+
+    Transient errors (rate limits honouring ``Retry-After``, overload, 5xx, network, timeouts) are retried with
+    backoff; then — or at once for auth and bad-request errors — the next provider takes over. Every step is reported
+    as a ``FallbackNotice`` (in the stream, or in ``ChatResponse.notices``). Failover happens only before the first
+    piece of a response: a stream that breaks after output started raises, so no text is duplicated. A context
+    overflow is not failed over (the caller compacts and retries). A provider whose known window is smaller than the
+    request gets the request fitted first, or is skipped when it cannot be fitted.
+
+    Args:
+        providers: The chain, in order of preference.
+        policy: Retry counts and backoff.
+        count_tokens: Estimates a request's tokens (to honour a provider's window).
+        fit: Reduces a request to a window; without it an oversized request skips that provider.
+        sleep: Waits between attempts (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        providers: Sequence[ChainedProvider],
+        *,
+        policy: RetryPolicy | None = None,
+        count_tokens: Callable[[Sequence[ChatMessage]], int] | None = None,
+        fit: FitMessages | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if not providers:
+            raise ValueError("the failover chain needs at least one provider")
+        self._providers = tuple(providers)
+        self._policy = policy or RetryPolicy()
+        self._count = count_tokens
+        self._fit = fit
+        self._sleep = sleep
+
+    @property
+    def providers(self) -> tuple[ChainedProvider, ...]:
+        """The chain, in order of preference."""
+        return self._providers
+
+    async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """Answer in one piece from the first provider that succeeds."""
+        notices: list[FallbackNotice] = []
+        last_error: ProviderError | None = None
+        for index, provider in enumerate(self._providers):
+            request = await self._request_for(index, messages)
+            provider_error: ProviderError | None = None
+            if request is None:
+                self._switch(index, None, notices)
+                continue
+            for attempt in range(1, self._policy.max_retries + 2):
+                try:
+                    response = await provider.client.get_response(request, self._options_for(index, options))
+                except ContextOverflowError:
+                    raise
+                except ProviderError as error:
+                    last_error = provider_error = error
+                    if await self._retry(error, index, attempt, notices):
+                        continue
+                    break
+                return replace(response, notices=(*notices, *response.notices))
+            self._switch(index, provider_error, notices)
+        raise self._exhausted(last_error, notices)
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions
+    ) -> AsyncGenerator[ChatUpdate, None]:
+        """Stream from the first provider that starts answering; notices are streamed as they happen."""
+        notices: list[FallbackNotice] = []
+        last_error: ProviderError | None = None
+        for index, provider in enumerate(self._providers):
+            request = await self._request_for(index, messages)
+            provider_error: ProviderError | None = None
+            if request is None:
+                self._switch(index, None, notices)
+                continue
+            for attempt in range(1, self._policy.max_retries + 2):
+                for notice in notices:
+                    yield ChatUpdate(fallback=notice)
+                notices.clear()
+                started = False
+                stream = provider.client.get_streaming_response(request, self._options_for(index, options))
+                try:
+                    async for update in stream:
+                        started = True
+                        yield update
+                except ContextOverflowError:
+                    raise
+                except ProviderError as error:
+                    if started:
+                        raise  # output already reached the user: failing over would duplicate it
+                    last_error = provider_error = error
+                    if await self._retry(error, index, attempt, notices):
+                        continue
+                    break
+                finally:
+                    aclose = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
+                return
+            self._switch(index, provider_error, notices)
+        exhausted = self._exhausted(last_error, notices)
+        for notice in notices:
+            yield ChatUpdate(fallback=notice)
+        raise exhausted
+
+    async def _retry(self, error: ProviderError, index: int, attempt: int, notices: list[FallbackNotice]) -> bool:
+        """Wait and return True when ``error`` deserves another attempt on the same provider."""
+        if not self._should_retry(error, attempt):
+            return False
+        delay = self._policy.delay(attempt, error.retry_after)
+        notices.append(
+            self._notice("retry", error_category(error), index, attempt, f"{error} — retrying in {delay:g}s")
+        )
+        await self._sleep(delay)
+        return True
+
+    def _switch(self, index: int, error: ProviderError | None, notices: list[FallbackNotice]) -> None:
+        if index + 1 < len(self._providers):
+            window = self._providers[index].window
+            category = error_category(error) if error is not None else "context_limit"
+            reason = str(error) if error is not None else f"the request does not fit its window of {window} tokens"
+            message = f"{reason}; switching from {self._providers[index].name} to {self._providers[index + 1].name}"
+            notices.append(self._notice("fallback", category, index, 0, message))
+
+    def _exhausted(self, error: ProviderError | None, notices: list[FallbackNotice]) -> ProviderError:
+        category = error_category(error) if error is not None else "context_limit"
+        message = (
+            f"every provider failed; the last error: {error}" if error else "no provider's window fits the request"
+        )
+        notices.append(self._notice("exhausted", category, len(self._providers) - 1, 0, message))
+        return error or ProviderError(message)
+
+    def _should_retry(self, error: ProviderError, attempt: int) -> bool:
+        return error.retryable and attempt <= self._policy.max_retries
+
+    async def _request_for(self, index: int, messages: Sequence[ChatMessage]) -> Sequence[ChatMessage] | None:
+        """The request as provider ``index`` may receive it, or ``None`` when it cannot fit its window."""
+        window = self._providers[index].window
+        if window is None or self._count is None or self._count(messages) <= window:
+            return messages
+        fitted = await self._fit(messages, window) if self._fit is not None else None
+        return fitted if fitted is not None and self._count(fitted) <= window else None
+
+    def _options_for(self, index: int, options: ChatOptions) -> ChatOptions:
+        # A model named for the first provider means nothing to the others.
+        return options if index == 0 else replace(options, model=None)
+
+    def _notice(self, kind: FallbackKind, category: str, index: int, attempt: int, message: str) -> FallbackNotice:
+        return FallbackNotice(
+            kind=kind,
+            category=category,
+            provider_index=index,
+            total_providers=len(self._providers),
+            attempt=attempt,
+            max_attempts=self._policy.max_retries + 1,
+            message=message,
+        )
