@@ -106,6 +106,13 @@ class AgentLoop:
         """The conversation so far (without the system prompt)."""
         return tuple(self._history)
 
+    def reset(self, history: Sequence[ChatMessage] = ()) -> None:
+        """Start over with ``history`` (a restored session) or an empty conversation.
+
+        System messages in ``history`` are dropped: the loop's own system prompt leads every request.
+        """
+        self._history = [message for message in history if message.role is not Role.SYSTEM]
+
     @property
     def tools(self) -> tuple[Tool, ...]:
         """The registered tools."""

@@ -35,13 +35,27 @@ def chat(
     plan: Annotated[bool, Parameter(help="Start in planning mode (read-only tools only).")] = False,
     dry_run: Annotated[bool, Parameter(help="Show what would be done without executing (planning mode).")] = False,
 ) -> int:
-    """Run one prompt with -p (reads the prompt from stdin when it is piped and -p is absent)."""
+    """Interactive mode on a terminal, or one prompt with -p (or piped on stdin)."""
     from ironhive.cli.one_shot import OneShotRequest, run_one_shot
 
-    if prompt is None and not sys.stdin.isatty():
+    if prompt is None and sys.stdin.isatty():
+        from ironhive.cli.interactive import InteractiveRequest, run_interactive
+
+        return run_interactive(
+            InteractiveRequest(
+                model=model,
+                provider=provider,
+                plain=plain,
+                show_thinking=show_thinking,
+                show_tokens=show_tokens,
+                planning=plan or dry_run,
+            ),
+            environ=os.environ,
+        )
+    if prompt is None:
         prompt = sys.stdin.read().strip() or None
     if prompt is None:
-        sys.stderr.write("Error: Prompt is required: pass -p PROMPT (interactive mode is not available yet).\n")
+        sys.stderr.write("Error: Prompt is required: pass -p PROMPT, pipe it on stdin, or start on a terminal.\n")
         return 1
     return run_one_shot(
         OneShotRequest(

@@ -1,0 +1,187 @@
+"""Interactive mode (``ironhive`` with no prompt): a prompt loop with streamed answers, slash commands and statistics."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from pathlib import Path
+
+from ironhive import __version__
+from ironhive.cli.render import Renderer, TextRenderer
+from ironhive.cli.statistics import SessionStatistics
+from ironhive.domain.agent_loop import AgentLoop
+from ironhive.domain.errors import IronHiveError
+from ironhive.domain.turn import TurnCompleted
+
+EXIT_INTERRUPTED = 130
+
+HELP = """\
+Commands:
+  /help       show this help
+  /model      how to use another model or provider
+  /sessions   list the recent sessions of this project
+  /clear      start a new conversation
+  exit, quit  leave (Ctrl+C cancels a running request; twice leaves)"""
+
+MODEL_HELP = """\
+The model is chosen at start-up. To switch, leave and start again with -m/--model <model> and/or
+--provider <openai|local|lmsupply|scripted>, e.g.: ironhive --provider local"""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InteractiveRequest:
+    """How the interactive session was started."""
+
+    model: str | None
+    provider: str | None
+    plain: bool
+    show_thinking: bool
+    show_tokens: bool
+    planning: bool
+
+
+class InteractiveSession:
+    """One interactive session: reads prompts, runs turns, handles slash commands and Ctrl+C."""
+
+    def __init__(self, loop: AgentLoop, statistics: SessionStatistics, *, request: InteractiveRequest) -> None:
+        self._agent = loop
+        self._statistics = statistics
+        self._request = request
+        from rich.console import Console
+
+        self._console = Console(highlight=False, no_color=request.plain, emoji=False)
+
+    def _renderer(self) -> Renderer:
+        if self._request.plain or not sys.stdout.isatty():
+            return TextRenderer(show_thinking=self._request.show_thinking, show_tokens=False, plain=True)
+        from ironhive.cli.live_markdown import LiveMarkdownRenderer
+
+        return LiveMarkdownRenderer(self._console, show_thinking=self._request.show_thinking)
+
+    def run(self, event_loop: asyncio.AbstractEventLoop, banner: str) -> int:
+        """Run the prompt loop until exit; returns the exit code."""
+        self._console.print(banner, markup=False)
+        interrupted = False
+        while True:
+            try:
+                line = input("> ").strip()
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                if interrupted:
+                    self._print_statistics()
+                    return EXIT_INTERRUPTED
+                interrupted = True
+                self._console.print("\n(press Ctrl+C again or type exit to leave)", style="dim")
+                continue
+            interrupted = False
+            if not line:
+                continue
+            if line.lower() in {"exit", "quit"}:
+                break
+            if line.startswith("/"):
+                self._command(line, event_loop)
+                continue
+            interrupted = event_loop.run_until_complete(self._turn(line))
+        self._print_statistics()
+        return 0
+
+    def _command(self, line: str, event_loop: asyncio.AbstractEventLoop) -> None:
+        name = line.split()[0].lower()
+        if name == "/help":
+            self._console.print(HELP, markup=False)
+        elif name == "/model":
+            self._console.print(MODEL_HELP, markup=False)
+        elif name == "/clear":
+            self._agent.reset()
+            self._console.print("Started a new conversation.", style="dim")
+        elif name == "/sessions":
+            self._console.print(self._sessions_text(), markup=False)
+        else:
+            self._console.print(f"Unknown command {name}. Type /help for the commands.", markup=False)
+
+    def _sessions_text(self) -> str:
+        return "Sessions are not persisted in this build."
+
+    async def _turn(self, prompt: str) -> bool:
+        """Run one turn; returns True when Ctrl+C interrupted it."""
+        renderer = self._renderer()
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+        renderer.start(None)
+        try:
+            async with aclosing(self._agent.run_streaming(prompt)) as chunks:
+                async for chunk in chunks:
+                    if isinstance(chunk, TurnCompleted):
+                        renderer.finish(chunk.turn, None)
+                        self._statistics.add(chunk.turn.usage)
+                        if self._request.show_tokens:
+                            usage = chunk.turn.usage
+                            self._console.print(
+                                f"Tokens: {usage.input_tokens or 0} in / {usage.output_tokens or 0} out / "
+                                f"{usage.total_tokens or 0} total",
+                                style="dim",
+                            )
+                    else:
+                        renderer.chunk(chunk)
+        except asyncio.CancelledError:
+            task.uncancel()
+            renderer.fail("cancelled", EXIT_INTERRUPTED)
+            self._console.print("Interrupting… press Ctrl+C again to exit.", style="dim")
+            return True
+        except IronHiveError as error:
+            renderer.fail(str(error), 1)
+        except Exception as error:  # the session goes on after any failure of one turn
+            renderer.fail(f"{type(error).__name__}: {error}", 1)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        return False
+
+    def _print_statistics(self) -> None:
+        from rich.table import Table
+
+        table = Table(title="Session statistics", show_header=False)
+        for label, value in self._statistics.rows():
+            table.add_row(label, value)
+        self._console.print(table)
+
+
+def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) -> int:
+    """Start the interactive mode; returns the exit code."""
+    from ironhive.adapters.console_approval import ConsoleApprovalService
+    from ironhive.agent_factory import AgentSettings, build_agent
+    from ironhive.domain.permissions.modes import Mode
+    from ironhive.providers import select_provider
+
+    event_loop = asyncio.new_event_loop()
+    try:
+        try:
+            choice = select_provider(request.provider, request.model, environ)
+            agent = event_loop.run_until_complete(
+                build_agent(
+                    AgentSettings(
+                        provider=choice,
+                        working_directory=Path.cwd(),
+                        approval=ConsoleApprovalService(),
+                        initial_mode=Mode.PLANNING if request.planning else Mode.WORKING,
+                    )
+                )
+            )
+        except IronHiveError as error:
+            sys.stderr.write(f"Configuration Error: {error}\n")
+            return 1
+        statistics = SessionStatistics(model=choice.model, local=choice.name == "local")
+        mode = " (planning mode: read-only tools)" if request.planning else ""
+        banner = (
+            f"ironhive {__version__} — {choice.name} / {choice.model}{mode}\n"
+            "Type a request, /help for commands, exit to leave."
+        )
+        return InteractiveSession(agent.loop, statistics, request=request).run(event_loop, banner)
+    finally:
+        event_loop.close()
