@@ -129,7 +129,9 @@ class HitlBridge:
                     level=request.level.value,
                 )
             )
-            answer = await asyncio.wait_for(asyncio.shield(future), self._timeout)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that races with the answer
+            async with asyncio.timeout(self._timeout):
+                answer = await asyncio.shield(future)
         except TimeoutError:
             return ApprovalDecision(
                 approved=False, reason=f"no answer to the approval request within {self._timeout:g}s"

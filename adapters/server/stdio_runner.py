@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
+import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 from ironhive.adapters.protocol.models import (
     DEFAULT_PROTOCOL,
@@ -21,44 +24,83 @@ from ironhive.adapters.server.turns import ProcessMessage, TurnSession
 
 log = logging.getLogger(__name__)
 
-_EOF = b""
 _CHUNK = 64 * 1024
+
+_Item: TypeAlias = bytes | UnreadableLineError | None
+"""A line (without its newline), a line that could not be taken, or None for the end of input."""
 
 
 class _LineReader:
-    """Reads lines on a thread (stdin may be a pipe, a file or a terminal) and hands them to the event loop."""
+    """Reads lines on a thread (stdin may be a pipe, a file or a terminal) and hands them to the event loop.
+
+    A line may hold ``max_line_bytes`` bytes, its newline (and a ``\\r`` before it) not counted. The stream's file
+    descriptor is read directly when it has one: a thread blocked in a buffered object's ``readline`` holds that
+    object's lock, and when the object is ``sys.stdin`` the interpreter aborts at exit ("could not acquire lock for
+    <stdin> at interpreter shutdown") whenever the runner returns on ``shutdown`` while the client keeps stdin open.
+    """
 
     def __init__(self, stream: BinaryIO, max_line_bytes: int) -> None:
         self._stream = stream
         self._max = max_line_bytes
-        self._queue: asyncio.Queue[bytes | UnreadableLineError] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         threading.Thread(target=self._pump, args=(loop,), name="ironhive-stdin", daemon=True).start()
 
-    async def next(self) -> bytes | UnreadableLineError:
+    async def next(self) -> _Item:
         return await self._queue.get()
 
-    def _pump(self, loop: asyncio.AbstractEventLoop) -> None:
-        put = self._queue.put_nowait
+    def _chunks(self) -> Callable[[], bytes]:
         try:
-            while True:
-                line = self._stream.readline(self._max + 1)
-                if not line:
-                    break
-                if len(line) > self._max and not line.endswith(b"\n"):
-                    while (rest := self._stream.readline(_CHUNK)) and not rest.endswith(b"\n"):
-                        pass
-                    loop.call_soon_threadsafe(put, UnreadableLineError(f"the line is longer than {self._max} bytes"))
-                    if not rest:
-                        break
-                    continue
-                loop.call_soon_threadsafe(put, line)
+            fd = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: an in-memory stream
+            read1 = getattr(self._stream, "read1", None)
+            return functools.partial(read1 or self._stream.read, _CHUNK)
+        return functools.partial(os.read, fd, _CHUNK)
+
+    def _put_all(self, items: list[_Item]) -> None:
+        for item in items:
+            self._queue.put_nowait(item)
+
+    def _line(self, line: bytes) -> bytes | UnreadableLineError:
+        line = line.removesuffix(b"\r")
+        return UnreadableLineError(f"the line is longer than {self._max} bytes") if len(line) > self._max else line
+
+    def _pump(self, loop: asyncio.AbstractEventLoop) -> None:
+        pending = bytearray()  # the start of a line whose newline has not arrived yet
+        skipping = False  # inside a line already reported as too long
+        try:
+            read = self._chunks()
+            while chunk := read():
+                batch: list[_Item] = []
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    if skipping:
+                        skipping = False
+                    elif pending:
+                        pending += chunk[start:end]
+                        batch.append(self._line(bytes(pending)))
+                    else:
+                        batch.append(self._line(chunk[start:end]))
+                    pending.clear()
+                    start = end + 1
+                if not skipping and start < len(chunk):
+                    if len(pending) + len(chunk) - start > self._max + 1:  # +1: room for a \r before the newline
+                        batch.append(UnreadableLineError(f"the line is longer than {self._max} bytes"))
+                        pending.clear()
+                        skipping = True
+                    else:
+                        pending += chunk[start:]
+                if batch:
+                    loop.call_soon_threadsafe(self._put_all, batch)
         except (OSError, ValueError) as error:  # stdin closed under us: treat as end of input
             log.debug("stdin reader stopped: %s", error)
-        finally:
-            loop.call_soon_threadsafe(put, _EOF)
+        except RuntimeError:  # the event loop is closed: the runner has returned and nobody reads any more
+            return
+        last: list[_Item] = [self._line(bytes(pending))] if pending and not skipping else []
+        with contextlib.suppress(RuntimeError):  # the event loop is closed
+            loop.call_soon_threadsafe(self._put_all, [*last, None])
 
 
 class AgentServerRunner:
@@ -128,7 +170,7 @@ class AgentServerRunner:
         async with session:
             while True:
                 item = await reader.next()
-                if item == _EOF:
+                if item is None:
                     session.connection_lost()  # end of input: nobody is left to answer approvals
                     break
                 if isinstance(item, UnreadableLineError):

@@ -1,4 +1,4 @@
-"""Interactive mode (``ironhive`` with no prompt): a prompt loop with streamed answers, slash commands and statistics."""
+"""Interactive mode (``ironhive`` without a prompt): streamed answers, slash commands and statistics."""
 
 from __future__ import annotations
 
