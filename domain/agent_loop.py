@@ -7,12 +7,14 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ironhive.domain.errors import ToolError
+from ironhive.domain.context.manager import ContextManager, PreparedContext
+from ironhive.domain.errors import ContextOverflowError, ToolError
 from ironhive.domain.invocation.pipeline import ToolInvocation, ToolInvocationPipeline
 from ironhive.domain.options import ChatBehavior, merge_options
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
+    ContextCompactedChunk,
     FallbackChunk,
     TextDelta,
     ThinkingDelta,
@@ -87,6 +89,7 @@ class AgentLoop:
         behavior: ChatBehavior | None = None,
         pipeline: ToolInvocationPipeline | None = None,
         observers: Sequence[TurnObserver] = (),
+        context: ContextManager | None = None,
     ) -> None:
         self._client = chat_client
         self._clock = clock
@@ -99,6 +102,7 @@ class AgentLoop:
         self._behavior = behavior or ChatBehavior()
         self._pipeline = pipeline or ToolInvocationPipeline()
         self._observers = tuple(observers)
+        self._context = context
         self._history: list[ChatMessage] = []
 
     @property
@@ -172,7 +176,7 @@ class AgentLoop:
                 # Out of tool rounds: one last call without tools so the model answers in text.
                 round_options = replace(options, tools=(), tool_mode="none")
             result = _Round()
-            async for chunk in self._call_model(self._request(turn_messages), round_options, result, streaming):
+            async for chunk in self._prepared_call(self._request(turn_messages), round_options, result, streaming):
                 yield chunk
             if result.text:
                 text.append("".join(result.text))
@@ -241,6 +245,33 @@ class AgentLoop:
         system = [ChatMessage.of_text(Role.SYSTEM, self._system_prompt)] if self._system_prompt else []
         return [*system, *self._history, *turn_messages]
 
+    async def _prepared_call(
+        self, request: list[ChatMessage], options: ChatOptions, result: _Round, streaming: bool
+    ) -> AsyncGenerator[AgentChunk, None]:
+        """One model call of the turn on a request prepared to fit the window (only what is sent is reduced).
+
+        When the window is unknown and the provider reports an overflow, the request is compacted for the window the
+        error reveals and sent once more; a second overflow propagates.
+        """
+        if self._context is None:
+            async for chunk in self._call_model(request, options, result, streaming):
+                yield chunk
+            return
+        prepared = await self._context.prepare(request)
+        if (notice := _compaction_chunk(prepared)) is not None:
+            yield notice
+        try:
+            async for chunk in self._call_model(prepared.messages, options, result, streaming):
+                yield chunk
+        except ContextOverflowError as overflow:
+            if result.text or result.thinking or result.calls:
+                raise  # output already reached the user: retrying would duplicate it
+            prepared = await self._context.prepare_after_overflow(request, overflow)
+            if (notice := _compaction_chunk(prepared)) is not None:
+                yield notice
+            async for chunk in self._call_model(prepared.messages, options, result, streaming):
+                yield chunk
+
     def _offered_tool(self, name: str, options: ChatOptions) -> Tool | None:
         offered = options.tools or ()
         return self._tools.get(name) if any(spec.name == name for spec in offered) else None
@@ -287,3 +318,16 @@ class AgentLoop:
     def _addendum(self, turn: TurnRecord) -> str | None:
         notes = [note for observer in self._observers if (note := observer.observe(turn))]
         return "\n\n".join(notes) if notes else None
+
+
+def _compaction_chunk(prepared: PreparedContext) -> ContextCompactedChunk | None:
+    report = prepared.report
+    if report is None:
+        return None
+    return ContextCompactedChunk(
+        tokens_before=report.tokens_before,
+        tokens_after=report.tokens_after,
+        messages_summarized=report.messages_summarized,
+        messages_dropped=report.messages_dropped,
+        summary_used=report.summary_used,
+    )

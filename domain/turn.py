@@ -97,6 +97,26 @@ class AddendumChunk:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ContextCompactedChunk:
+    """The request of a model call was compacted to fit the context window (the stored history is untouched).
+
+    Attributes:
+        tokens_before: Estimated tokens of the request before compaction.
+        tokens_after: Estimated tokens of the request sent.
+        messages_summarized: Messages a summary stands for.
+        messages_dropped: Messages left out of the request.
+        summary_used: Whether the model wrote a summary of the pruned messages.
+    """
+
+    tokens_before: int
+    tokens_after: int
+    messages_summarized: int
+    messages_dropped: int
+    summary_used: bool
+    kind: Literal["context_compacted"] = "context_compacted"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FallbackChunk:
     """A provider failover step (retry, switch to the next provider, chain exhausted)."""
 
@@ -120,5 +140,6 @@ AgentChunk: TypeAlias = (
     | UsageChunk
     | AddendumChunk
     | FallbackChunk
+    | ContextCompactedChunk
     | TurnCompleted
 )

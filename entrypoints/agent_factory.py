@@ -9,6 +9,11 @@ from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.loader import load_permission_policy
 from ironhive.adapters.tools.provider import BuiltInToolProvider
 from ironhive.container import IronHiveContainer
+from ironhive.domain.context.budget import TokenBudgetChatClient
+from ironhive.domain.context.catalog import context_window
+from ironhive.domain.context.config import CompactionConfig
+from ironhive.domain.context.manager import ContextManager
+from ironhive.domain.context.summarizer import ModelSummarizer
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
@@ -43,6 +48,7 @@ class AgentSettings:
     working_directory: Path
     approval: ApprovalService | None
     initial_mode: Mode = Mode.WORKING
+    compaction: CompactionConfig = CompactionConfig()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,8 +83,14 @@ async def build_agent(settings: AgentSettings) -> Agent:
             ResilientArgumentsMiddleware(),
         ]
     )
+    provider_client = settings.provider.build()  # builds no SDK client and loads no model yet
+    window = context_window(
+        settings.provider.model, configured=settings.compaction.max_context_tokens, client=provider_client
+    )
+    context = ContextManager(settings.compaction, window=window, summarizer=ModelSummarizer(provider_client))
     container = IronHiveContainer().add_ironhive(
-        chat_client_factory=settings.provider.build,
+        chat_client=TokenBudgetChatClient(provider_client, window=window),
+        context=context,
         tools=await BuiltInToolProvider(root).get_tools(),
         system_prompt=DEFAULT_SYSTEM_PROMPT,
         options=CLI_OPTIONS,

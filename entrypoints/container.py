@@ -10,6 +10,10 @@ from dependency_injector import containers, providers
 
 from ironhive.adapters.system import SystemClock, UuidIdGenerator
 from ironhive.domain.agent_loop import AgentLoop, TurnObserver
+from ironhive.domain.context.catalog import context_window
+from ironhive.domain.context.config import CompactionConfig
+from ironhive.domain.context.manager import ContextManager
+from ironhive.domain.context.summarizer import ModelSummarizer
 from ironhive.domain.invocation.pipeline import ToolInvocationPipeline
 from ironhive.domain.options import ChatBehavior
 from ironhive.ports.chat import ChatClient, ChatOptions
@@ -35,6 +39,7 @@ class IronHiveSlots(containers.DeclarativeContainer):
     behavior: providers.Object[ChatBehavior | None] = providers.Object(None)
     pipeline: providers.Object[ToolInvocationPipeline | None] = providers.Object(None)
     observers = providers.Object(())
+    context: providers.Object[ContextManager | None] = providers.Object(None)
     agent_loop = providers.Factory(
         AgentLoop,
         chat_client,
@@ -45,7 +50,17 @@ class IronHiveSlots(containers.DeclarativeContainer):
         behavior=behavior,
         pipeline=pipeline,
         observers=observers,
+        context=context,
     )
+
+
+def _context_manager(config: CompactionConfig, client: ChatClient) -> ContextManager:
+    """A fresh context manager per loop (it caches per conversation), sized for the client's model."""
+    model = getattr(client, "model", None)
+    window = context_window(
+        model if isinstance(model, str) else None, configured=config.max_context_tokens, client=client
+    )
+    return ContextManager(config, window=window, summarizer=ModelSummarizer(client))
 
 
 def _require_text(name: str, value: object) -> str:
@@ -85,6 +100,7 @@ class IronHiveContainer:
         behavior: ChatBehavior | None = None,
         pipeline: ToolInvocationPipeline | None = None,
         observers: Sequence[TurnObserver] = (),
+        context: ContextManager | CompactionConfig | None = None,
     ) -> Self:
         """Register the agent on a chat client (given, or built by a factory on first use).
 
@@ -97,6 +113,8 @@ class IronHiveContainer:
             behavior: Caps on tool rounds per request.
             pipeline: The tool invocation pipeline (guards, approval gate, ...); a bare one by default.
             observers: Turn observers that may add an addendum to a turn.
+            context: Context compaction: a ready ContextManager, or a CompactionConfig (the window is then taken
+                from a client that knows its own, else the catalog by ``model``). Compaction is on by default.
 
         Returns:
             The container, for chaining.
@@ -124,6 +142,12 @@ class IronHiveContainer:
         slots.behavior.override(providers.Object(behavior))
         slots.pipeline.override(providers.Object(pipeline))
         slots.observers.override(providers.Object(tuple(observers)))
+        if isinstance(context, ContextManager):
+            slots.context.override(providers.Object(context))
+        else:
+            slots.context.override(
+                providers.Factory(_context_manager, context or CompactionConfig(), slots.chat_client)
+            )
         return self
 
     def add_ironhive_with_openai(self, api_key: str, model: str = "gpt-4o-mini", **settings: object) -> Self:

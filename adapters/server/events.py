@@ -6,6 +6,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 
 from ironhive.adapters.protocol.models import (
     AddendumEvent,
+    ContextCompactedEvent,
     FallbackEvent,
     ServerEvent,
     TextDeltaEvent,
@@ -17,6 +18,7 @@ from ironhive.adapters.protocol.models import (
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
+    ContextCompactedChunk,
     FallbackChunk,
     TextDelta,
     ThinkingDelta,
@@ -59,6 +61,14 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
                 usage = usage + reported
             case AddendumChunk(text=text):
                 yield AddendumEvent(content=text)
+            case ContextCompactedChunk():
+                yield ContextCompactedEvent(
+                    tokens_before=chunk.tokens_before,
+                    tokens_after=chunk.tokens_after,
+                    messages_summarized=chunk.messages_summarized,
+                    messages_dropped=chunk.messages_dropped,
+                    summary_used=chunk.summary_used,
+                )
             case FallbackChunk(notice=notice):
                 yield FallbackEvent(
                     kind=notice.kind,

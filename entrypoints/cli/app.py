@@ -143,3 +143,11 @@ def run_app(args: list[str]) -> int:
             return 2
         raise
     return result if isinstance(result, int) else 0
+
+
+from ironhive.cli.session_commands import register as register_sessions
+
+register_sessions(app)  # noqa: E402,E702,I001
+from ironhive.cli.config_commands import register
+
+register(app)  # noqa: E402, E702

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
+    ContextCompactedChunk,
     FallbackChunk,
     TextDelta,
     ThinkingDelta,
@@ -54,6 +55,11 @@ class LiveMarkdownRenderer:
             case FallbackChunk(notice=notice):
                 self._close()
                 self._console.print(f"[{notice.kind}] {notice.message}", style="yellow", markup=False)
+            case ContextCompactedChunk():
+                from ironhive.cli.render import compaction_note
+
+                self._close()
+                self._console.print(compaction_note(chunk), style="dim", markup=False)
             case AddendumChunk(text=text):
                 self._close()
                 self._console.print(text, style="dim", markup=False)

@@ -11,6 +11,7 @@ from typing import Protocol, TextIO
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
+    ContextCompactedChunk,
     FallbackChunk,
     TextDelta,
     ThinkingDelta,
@@ -38,6 +39,13 @@ def usage_json(usage: Usage) -> dict[str, object] | None:
     if usage.total_tokens is None:
         return None
     return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+
+
+def compaction_note(chunk: ContextCompactedChunk) -> str:
+    """One line telling a person what compaction did."""
+    how = "summarised" if chunk.summary_used else "left out"
+    count = chunk.messages_summarized if chunk.summary_used else chunk.messages_dropped
+    return f"[context compacted: {chunk.tokens_before} → {chunk.tokens_after} tokens, {count} messages {how}]"
 
 
 def replay(turn: TurnRecord) -> Iterator[AgentChunk]:
@@ -153,6 +161,17 @@ class JsonlRenderer:
                 )
             case AddendumChunk(text=text):
                 self._line({"type": "addendum", "content": text})
+            case ContextCompactedChunk():
+                self._line(
+                    {
+                        "type": "context_compacted",
+                        "tokensBefore": chunk.tokens_before,
+                        "tokensAfter": chunk.tokens_after,
+                        "messagesSummarized": chunk.messages_summarized,
+                        "messagesDropped": chunk.messages_dropped,
+                        "summaryUsed": chunk.summary_used,
+                    }
+                )
             case FallbackChunk(notice=notice):
                 self._line(
                     {
@@ -273,6 +292,9 @@ class TextRenderer:
                 self._line(text)
             case FallbackChunk(notice=notice):
                 self._err.write(f"[{notice.kind}] {notice.message}\n")
+                self._err.flush()
+            case ContextCompactedChunk():
+                self._err.write(compaction_note(chunk) + "\n")
                 self._err.flush()
             case _:
                 pass

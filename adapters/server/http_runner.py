@@ -1,0 +1,576 @@
+"""AgentHttpRunner: the turn-stream protocol over HTTP — requests from a host's SSE inbox, events POSTed back."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import itertools
+import json
+import logging
+import math
+import re
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import aiohttp
+
+from ironhive.adapters.protocol.models import (
+    DEFAULT_PROTOCOL,
+    CancelRequest,
+    ContextUpdateRequest,
+    ProtocolRegistry,
+    ServerEvent,
+    UnreadableLineError,
+    UserMessageRequest,
+)
+from ironhive.adapters.server.hitl_bridge import HitlBridge
+from ironhive.adapters.server.turns import ProcessMessage, TurnSession
+from ironhive.domain.errors import IronHiveError
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH_EVENTS = 256
+"""Most events one ``/events`` POST carries."""
+
+RETRY_AFTER_CAP_SECONDS = 300.0
+"""Longest wait a host's ``Retry-After`` can impose (a guard against absurd values)."""
+
+_POST_TIMEOUT = aiohttp.ClientTimeout(total=60, sock_connect=10)
+# The inbox is a long-lived stream that may be quiet for as long as nobody types: no read timeout.
+_STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=None)
+_NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class HostConnectionError(IronHiveError):
+    """The agent host refused the agent or could not be reached for good; the runner stops.
+
+    Attributes:
+        status: The HTTP status the host answered, when there was one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One dispatched server-sent event.
+
+    Attributes:
+        data: The event's data lines joined with ``\\n``; None when the block carried no data (only ``id``/``retry``).
+        last_event_id: The stream's last event id once this event is dispatched ("" when none).
+        too_long: The data (or one of its lines) exceeded the decoder's limit and was discarded.
+    """
+
+    data: str | None
+    last_event_id: str
+    too_long: bool = False
+
+
+class SseDecoder:
+    """Incremental ``text/event-stream`` parser following the WHATWG HTML event-stream rules.
+
+    Lines end with CRLF, LF or CR (also when split across chunks); a leading BOM is dropped; the text is decoded as
+    UTF-8 with replacement. ``data`` lines accumulate (joined with ``\\n``) until a blank line dispatches the event;
+    ``id`` sets the last event id (ignored when it holds NUL); ``retry`` with ASCII digits only sets :attr:`retry_ms`;
+    ``event`` names and unknown fields are ignored, as are ``:`` comments. A block that the stream cuts off before its
+    blank line is never dispatched.
+
+    Args:
+        last_event_id: The id to start from (the previous connection's).
+        max_chars: Longest data (and longest line) kept; longer ones are discarded and the event marked ``too_long``.
+    """
+
+    def __init__(self, *, last_event_id: str = "", max_chars: int = DEFAULT_PROTOCOL.max_line_bytes) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._max = max_chars
+        self._started = False
+        self._after_cr = False
+        self._partial: list[str] = []
+        self._partial_chars = 0
+        self._overflow_head: str | None = None  # set while discarding an overlong line (its first characters)
+        self._data: list[str] = []
+        self._data_chars = 0
+        self._too_long = False
+        self._id_buffer = last_event_id
+        self.last_event_id = last_event_id
+        self.retry_ms: int | None = None
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """Consume a chunk of the stream; returns the events it completes, in order."""
+        text = self._decoder.decode(chunk)
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        if self._after_cr and text:
+            self._after_cr = False
+            if text.startswith("\n"):
+                text = text[1:]  # the LF of a CRLF whose CR ended the previous chunk
+        if not text:
+            return []
+        self._after_cr = text.endswith("\r")
+        *complete, rest = _LINE_BREAK.split(text)
+        events: list[SseEvent] = []
+        for piece in complete:
+            line = self._take_partial(piece)
+            event = self._line(line) if line is not None else None
+            if event is not None:
+                events.append(event)
+        self._keep_partial(rest)
+        return events
+
+    def _take_partial(self, piece: str) -> str | None:
+        if self._overflow_head is not None:
+            if self._overflow_head.startswith("data"):
+                self._too_long = True
+            self._overflow_head = None
+            return None
+        line = "".join(self._partial) + piece
+        self._partial.clear()
+        self._partial_chars = 0
+        return line
+
+    def _keep_partial(self, rest: str) -> None:
+        if self._overflow_head is not None or not rest:
+            return
+        self._partial.append(rest)
+        self._partial_chars += len(rest)
+        if self._partial_chars > self._max + 16:  # room for the field name
+            self._overflow_head = "".join(self._partial)[:8]
+            self._partial.clear()
+            self._partial_chars = 0
+
+    def _line(self, line: str) -> SseEvent | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data_chars += len(value) + 1
+            if self._data_chars > self._max + 1:
+                self._too_long = True
+                self._data.clear()
+            elif not self._too_long:
+                self._data.append(value)
+        elif name == "id":
+            if "\0" not in value:
+                self._id_buffer = value
+        elif name == "retry" and _DIGITS.fullmatch(value):
+            self.retry_ms = int(value)
+        return None
+
+    def _dispatch(self) -> SseEvent | None:
+        self.last_event_id = self._id_buffer
+        had_data = self._data_chars > 0
+        event = SseEvent(
+            data="\n".join(self._data) if had_data and not self._too_long else None,
+            last_event_id=self.last_event_id,
+            too_long=self._too_long,
+        )
+        self._data.clear()
+        self._data_chars = 0
+        self._too_long = False
+        return event
+
+
+class _Transient(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def is_transient(status: int | None) -> bool:
+    """Whether a failure is worth retrying: no status (network), 408, 429 or any 5xx."""
+    return status is None or status in (408, 429) or status >= 500
+
+
+def retry_after_seconds(status: int, value: str | None) -> float | None:
+    """The delay a 429/503 answer's ``Retry-After`` asks for (delta-seconds or HTTP-date), capped; else None."""
+    if status not in (429, 503) or not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_SECONDS)
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class AgentHttpRunner:
+    """Serves the turn-stream protocol to an agent host over HTTP.
+
+    Announces itself with ``POST {host}/api/agent/{id}/ready``, reads requests from the SSE stream
+    ``GET {host}/api/agent/{id}/inbox`` and delivers events with ``POST {host}/api/agent/{id}/events``. Requests are
+    dispatched as they arrive (turns run one at a time, in order; see :class:`TurnSession`); ``shutdown`` stops the
+    reading, the turns already received finish (approval requests are rejected from then on, as nobody can answer them
+    any more) and :meth:`run` returns once every event is delivered. ``ready`` is sent once: a non-2xx answer or an
+    unreachable host fails the runner at once.
+
+    Inbox: when the stream ends without ``shutdown`` or fails transiently (network error, 408, 429, 5xx) the runner
+    reconnects after ``initial_backoff`` seconds, doubling up to ``max_backoff`` (a ``retry:`` field from the host
+    replaces the starting delay; a ``Retry-After`` on 429/503 replaces one wait), sending ``Last-Event-ID``. Turns go on
+    and their events queue while it is down. More than ``max_reconnect_attempts`` consecutive failures (the count
+    restarts whenever a request arrives) or any other 4xx fail the runner. SSE ``event:`` names are ignored (every
+    event's data is one request, as the original runner read them); an unreadable request is answered with an
+    ``error`` event and reading goes on.
+
+    Events: one sender posts them in order — a single queued event as the body, several as a JSON array (a batch of at
+    most :data:`MAX_BATCH_EVENTS`). Transient failures retry the same body with the doubling backoff (or the host's
+    ``Retry-After``); delivery is at-least-once (a POST that timed out after the host took it is sent again). More than
+    ``max_reconnect_attempts`` consecutive failures of one batch fail the runner. A batch the host refuses with another
+    4xx is resent event by event, and an event refused on its own is logged and dropped: resending what the host calls
+    malformed cannot succeed, and holding it would block every later event.
+
+    When the runner fails (or :meth:`run` is cancelled) the running turn is cancelled, queued turns are dropped, the
+    approval bridge is detached (pending approvals end) and undelivered events are logged as lost.
+
+    Args:
+        host_url: The host's base URL (``http://`` or ``https://``), e.g. ``http://127.0.0.1:5100``.
+        session_id: This agent's id in the host's URLs.
+        process_message: The processor of user messages (the same signature as the stdio runner's).
+        hitl_bridge: Approvals over the wire; attached while the runner runs.
+        protocol: The request and event types (extend it with ``with_request``/``with_event``).
+        max_reconnect_attempts: Consecutive failed reconnects (or event deliveries) tolerated; None retries forever.
+        initial_backoff: First reconnect/retry delay in seconds.
+        max_backoff: Longest reconnect/retry delay in seconds.
+        session: An aiohttp session to use (left open); by default the runner opens and closes its own.
+        on_context_update: Called for every ``context_update``.
+        skip_context_enrichment: Do not prefix messages with the client's working path.
+
+    Raises:
+        ValueError: A malformed URL, an empty session id or a negative/zero delay.
+    """
+
+    def __init__(
+        self,
+        host_url: str,
+        session_id: str,
+        process_message: ProcessMessage,
+        *,
+        hitl_bridge: HitlBridge | None = None,
+        protocol: ProtocolRegistry = DEFAULT_PROTOCOL,
+        max_reconnect_attempts: int | None = 10,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        session: aiohttp.ClientSession | None = None,
+        on_context_update: Callable[[ContextUpdateRequest], None] | None = None,
+        skip_context_enrichment: bool = False,
+    ) -> None:
+        parts = urlsplit(host_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"host_url must be an http(s) URL, got {host_url!r}")
+        if not session_id:
+            raise ValueError("session_id must not be empty")
+        if max_reconnect_attempts is not None and max_reconnect_attempts < 0:
+            raise ValueError("max_reconnect_attempts must be None or at least 0")
+        if not 0 < initial_backoff <= max_backoff:
+            raise ValueError("backoffs must satisfy 0 < initial_backoff <= max_backoff")
+        self._base = f"{host_url.rstrip('/')}/api/agent/{quote(session_id, safe='')}"
+        self._session_id = session_id
+        self._process = process_message
+        self._bridge = hitl_bridge
+        self._protocol = protocol
+        self._max_attempts = max_reconnect_attempts
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._reconnect_base = initial_backoff
+        self._http = session
+        self._on_context_update = on_context_update
+        self._skip_enrichment = skip_context_enrichment
+        self._outbox: deque[tuple[str, str]] = deque()  # (event type, serialized event)
+        self._outbox_changed = asyncio.Event()
+        self._closing = False  # no more events will come: the sender returns once the outbox is empty
+        self._aborted = False
+        self._stopped = False
+        self._started = False
+        self._last_event_id = ""
+        self._inbox_progress = False
+
+    @property
+    def last_event_id(self) -> str:
+        """The id of the last inbox event seen ("" before any), sent as ``Last-Event-ID`` on reconnect."""
+        return self._last_event_id
+
+    async def publish_event(self, event: ServerEvent) -> None:
+        """Queue an out-of-band event (e.g. a provider fallback notice), delivered in order with the others.
+
+        Events published before :meth:`run` are delivered right after ``ready``.
+
+        Raises:
+            ValueError: The event's type is not registered in the runner's protocol.
+            RuntimeError: The runner has stopped.
+        """
+        if self._stopped or self._closing:
+            raise RuntimeError("the HTTP runner has stopped; the event cannot be delivered")
+        await self._enqueue(event)
+
+    async def run(self) -> None:
+        """Serve until ``shutdown``, finish the received turns and deliver every event.
+
+        Raises:
+            HostConnectionError: ``ready`` failed, the host refused the inbox, or reconnects/deliveries ran out.
+            RuntimeError: ``run`` was already called.
+        """
+        if self._started:
+            raise RuntimeError("AgentHttpRunner.run() can be called only once")
+        self._started = True
+        http = self._http if self._http is not None else aiohttp.ClientSession()
+        try:
+            await self._announce(http)
+            await self._serve(http)
+        finally:
+            self._stopped = True
+            if self._outbox:
+                log.error("%d event(s) of session %s were not delivered", len(self._outbox), self._session_id)
+                self._outbox.clear()
+            if self._http is None:
+                await http.close()
+
+    # --- sequencing --------------------------------------------------------------------------------------------------
+
+    async def _serve(self, http: aiohttp.ClientSession) -> None:
+        session = TurnSession(
+            self._guarded_process,
+            self._enqueue,
+            hitl_bridge=self._bridge,
+            on_context_update=self._on_context_update,
+            skip_context_enrichment=self._skip_enrichment,
+        )
+        sender = asyncio.create_task(self._send_events(http), name=f"ironhive-http-events-{self._session_id}")
+        try:
+            async with session:
+                try:
+                    await self._until_done(self._read_inbox(http, session), sender, "inbox")
+                    # The reader returns only after ``shutdown`` (which closed the session). Nobody reads the inbox
+                    # any more, so approvals cannot be answered: reject them now rather than at their timeout.
+                    session.connection_lost()
+                    await self._until_done(session.wait_closed(), sender, "turns")
+                except BaseException:
+                    await self._abort(session)
+                    raise
+            self._closing = True
+            self._outbox_changed.set()
+            await sender
+        finally:
+            await _cancel(sender)
+
+    async def _until_done(self, work: Coroutine[Any, Any, None], sender: asyncio.Task[None], name: str) -> None:
+        """Run ``work`` to its end unless the sender fails first (then raise the sender's error)."""
+        task = asyncio.create_task(work, name=f"ironhive-http-{name}-{self._session_id}")
+        try:
+            await asyncio.wait({task, sender}, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                task.result()
+                return
+            sender.result()  # the sender only ends early by failing
+            raise RuntimeError("the event sender stopped unexpectedly")  # pragma: no cover
+        finally:
+            await _cancel(task)
+
+    async def _abort(self, session: TurnSession) -> None:
+        self._aborted = True
+        session.connection_lost()
+        await session.handle(CancelRequest())  # queued turns then end at once: _guarded_process yields nothing
+
+    async def _guarded_process(self, request: UserMessageRequest) -> AsyncIterator[ServerEvent]:
+        if self._aborted:
+            return
+        async for event in self._process(request):
+            yield event
+
+    # --- ready and inbox ---------------------------------------------------------------------------------------------
+
+    async def _announce(self, http: aiohttp.ClientSession) -> None:
+        body = json.dumps({"session_id": self._session_id}, separators=(",", ":"))
+        url = f"{self._base}/ready"
+        try:
+            async with http.post(
+                url, data=body.encode(), headers={"Content-Type": "application/json"}, timeout=_POST_TIMEOUT
+            ) as response:
+                if not 200 <= response.status < 300:
+                    raise HostConnectionError(
+                        f"The host answered HTTP {response.status} to ready for session {self._session_id}",
+                        status=response.status,
+                    )
+        except _NETWORK_ERRORS as error:
+            raise HostConnectionError(f"Cannot reach the host at {url}: {_describe(error)}") from error
+        log.info("Session %s is ready at %s", self._session_id, self._base)
+
+    async def _read_inbox(self, http: aiohttp.ClientSession, session: TurnSession) -> None:
+        failures = 0
+        while True:
+            retry_after = None
+            try:
+                if await self._stream_inbox(http, session):
+                    return
+                reason = "the inbox stream ended"
+            except _Transient as failure:
+                reason, retry_after = failure.reason, failure.retry_after
+            if self._inbox_progress:
+                failures, self._inbox_progress = 0, False
+            failures += 1
+            if self._max_attempts is not None and failures > self._max_attempts:
+                raise HostConnectionError(self._gave_up(reason))
+            delay = retry_after if retry_after is not None else self._backoff(self._reconnect_base, failures)
+            log.warning(
+                "Inbox of session %s lost (%s); reconnect attempt %d in %.2fs",
+                self._session_id,
+                reason,
+                failures,
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+    def _gave_up(self, reason: str) -> str:
+        if self._max_attempts == 0:
+            return f"The inbox of session {self._session_id} was lost and reconnecting is disabled ({reason})"
+        return (
+            f"The inbox of session {self._session_id} was lost: {self._max_attempts} reconnect attempt(s) failed "
+            f"(last: {reason})"
+        )
+
+    async def _stream_inbox(self, http: aiohttp.ClientSession, session: TurnSession) -> bool:
+        """Read one inbox connection; True after ``shutdown``, False when the stream ended."""
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+        if self._last_event_id:
+            headers["Last-Event-ID"] = self._last_event_id
+        try:
+            async with http.get(f"{self._base}/inbox", headers=headers, timeout=_STREAM_TIMEOUT) as response:
+                status = response.status
+                if not 200 <= status < 300:
+                    if is_transient(status):
+                        retry_after = retry_after_seconds(status, response.headers.get("Retry-After"))
+                        raise _Transient(f"HTTP {status}", retry_after)
+                    raise HostConnectionError(
+                        f"The host refused the inbox of session {self._session_id} with HTTP {status}", status=status
+                    )
+                decoder = SseDecoder(last_event_id=self._last_event_id, max_chars=self._protocol.max_line_bytes)
+                async for chunk in response.content.iter_any():
+                    for event in decoder.feed(chunk):
+                        if not await self._dispatch(event, session):
+                            return True
+                    if decoder.retry_ms is not None:
+                        self._reconnect_base = min(max(decoder.retry_ms / 1000, 0.001), self._max_backoff)
+                return False
+        except _NETWORK_ERRORS as error:
+            raise _Transient(_describe(error)) from None
+
+    async def _dispatch(self, event: SseEvent, session: TurnSession) -> bool:
+        self._last_event_id = event.last_event_id
+        if event.too_long:
+            self._inbox_progress = True
+            await session.report_unreadable(f"the request is longer than {self._protocol.max_line_bytes} bytes")
+            return True
+        if event.data is None or not event.data.strip():
+            return True  # an id-only block or an empty keep-alive
+        self._inbox_progress = True
+        try:
+            request = self._protocol.parse_request(event.data)
+        except UnreadableLineError as error:
+            await session.report_unreadable(str(error))
+            return True
+        return await session.handle(request)
+
+    # --- events ------------------------------------------------------------------------------------------------------
+
+    async def _enqueue(self, event: ServerEvent) -> None:
+        line = self._protocol.serialize_event(event)
+        if self._aborted or self._stopped:
+            log.debug("event %s dropped: the runner is stopping", event.type)
+            return
+        self._outbox.append((event.type, line))
+        self._outbox_changed.set()
+
+    async def _send_events(self, http: aiohttp.ClientSession) -> None:
+        while True:
+            if not self._outbox:
+                if self._closing:
+                    return
+                self._outbox_changed.clear()
+                await self._outbox_changed.wait()
+                continue
+            batch = list(itertools.islice(self._outbox, MAX_BATCH_EVENTS))
+            await self._deliver(http, batch)
+            for _ in batch:
+                self._outbox.popleft()
+
+    async def _deliver(self, http: aiohttp.ClientSession, batch: list[tuple[str, str]]) -> None:
+        body = batch[0][1] if len(batch) == 1 else "[" + ",".join(line for _, line in batch) + "]"
+        failures = 0
+        while True:
+            status, retry_after, reason = await self._post_events(http, body.encode())
+            if status is not None and 200 <= status < 300:
+                return
+            if not is_transient(status):
+                if len(batch) > 1:
+                    log.warning(
+                        "The host refused a batch of %d events (%s); sending them one by one", len(batch), reason
+                    )
+                    for item in batch:
+                        await self._deliver(http, [item])
+                    return
+                log.error("The host refused a %s event (%s); the event is dropped", batch[0][0], reason)
+                return
+            failures += 1
+            if self._max_attempts is not None and failures > self._max_attempts:
+                raise HostConnectionError(
+                    f"Events of session {self._session_id} could not be delivered: {self._max_attempts} retry "
+                    f"attempt(s) failed (last: {reason})",
+                    status=status,
+                )
+            delay = retry_after if retry_after is not None else self._backoff(self._initial_backoff, failures)
+            log.warning("Posting %d event(s) failed (%s); retry %d in %.2fs", len(batch), reason, failures, delay)
+            await asyncio.sleep(delay)
+
+    async def _post_events(self, http: aiohttp.ClientSession, body: bytes) -> tuple[int | None, float | None, str]:
+        try:
+            async with http.post(
+                f"{self._base}/events",
+                data=body,
+                headers={"Content-Type": "application/json; charset=utf-8"},
+                timeout=_POST_TIMEOUT,
+            ) as response:
+                status = response.status
+                retry_after = retry_after_seconds(status, response.headers.get("Retry-After"))
+                with contextlib.suppress(*_NETWORK_ERRORS):
+                    await response.read()  # so the connection can be reused
+                return status, retry_after, f"HTTP {status}"
+        except _NETWORK_ERRORS as error:
+            return None, None, _describe(error)
+
+    def _backoff(self, base: float, failures: int) -> float:
+        return float(min(base * 2 ** min(failures - 1, 32), self._max_backoff))
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for it, without swallowing a cancellation of the caller."""
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()  # retrieved: its error was reported another way (or not at all, when another error won)

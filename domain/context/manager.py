@@ -1,0 +1,295 @@
+"""ContextManager: prepares every request sent to the model so that it fits the context window (inventory §D.9)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ironhive.domain.context.compaction import HistoryCompactor, Summarizer
+from ironhive.domain.context.config import CompactionConfig
+from ironhive.domain.context.fit import fit_to_limit
+from ironhive.domain.context.goal import drop_injected, reminder_message, should_remind, user_requests
+from ironhive.domain.context.masking import calls_by_id, mask_message, masking_scope
+from ironhive.domain.context.tokens import DEFAULT_COUNTER, MessageTokenCache, TokenCounter
+from ironhive.domain.context.tool_results import cut_message_results
+from ironhive.domain.context.triggers import TokenTrigger, trigger_for
+from ironhive.domain.errors import ContextOverflowError
+from ironhive.ports.chat import ChatMessage, Role, ToolCallPart
+
+OVERFLOW_LEARNING_RATIO = 0.9
+"""Share of an overflowing request's estimate taken as the window when the provider states none (see below)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompactionReport:
+    """What compaction did to one request.
+
+    Attributes:
+        tokens_before: Estimate of the request without compaction (masking and tool-result cuts applied).
+        tokens_after: Estimate of the request sent.
+        messages_summarized: Messages a summary stands for.
+        messages_dropped: Messages removed from the request.
+        summary_used: Whether a summary was inserted.
+        parts_cut: Texts, results or arguments cut to make the request fit after compaction.
+        summary_error: Why the summarizer failed, when it did.
+    """
+
+    tokens_before: int
+    tokens_after: int
+    messages_summarized: int
+    messages_dropped: int
+    summary_used: bool
+    parts_cut: int = 0
+    summary_error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PreparedContext:
+    """A request ready to send.
+
+    Attributes:
+        messages: The messages to send (a new tuple; the caller's history is untouched).
+        tokens: Their token estimate.
+        window: The window they were prepared for (``None`` when unknown).
+        report: What compaction did, or ``None`` when the request was not compacted.
+    """
+
+    messages: tuple[ChatMessage, ...]
+    tokens: int
+    window: int | None
+    report: CompactionReport | None = None
+
+
+class ContextManager:
+    """Prepares requests for one conversation: masking, tool-result cuts, compaction and the goal reminder.
+
+    Only what is sent is reduced: ``prepare`` never changes the caller's messages, so the stored history keeps every
+    full tool result. Steps, in the order of inventory §D.9: remove earlier injected reminders; cut big tool results
+    and mask old ones (one pass, see ``_transform``); compact when the trigger fires for a known window; append the
+    goal reminder. With an unknown window nothing is compacted against a guess: the caller sends the request and, on
+    a ``ContextOverflowError``, calls ``prepare_after_overflow``, which learns the window and compacts for it.
+    """
+
+    def __init__(
+        self,
+        config: CompactionConfig | None = None,
+        *,
+        window: int | None = None,
+        counter: TokenCounter = DEFAULT_COUNTER,
+        summarizer: Summarizer | None = None,
+        cache_entries: int = 65536,
+    ) -> None:
+        """Create a manager.
+
+        Args:
+            config: The compaction settings (defaults when ``None``).
+            window: The model's context window; ``None`` uses ``config.max_context_tokens`` (which may be unknown too).
+                Resolve it with ``ironhive.domain.context.catalog.context_window``.
+            counter: The token estimate.
+            summarizer: Writes summaries of pruned history; ``None`` drops it with a marker.
+            cache_entries: Messages whose counts and cut/masked versions are remembered.
+        """
+        self._config = config or CompactionConfig()
+        self._window = _check_window(window if window is not None else self._config.max_context_tokens)
+        self._learned: int | None = None
+        self._summarizer = summarizer
+        self._tokens = MessageTokenCache(counter, max_entries=cache_entries)
+        self._compactor = HistoryCompactor(self._config, tokens=self._tokens, summarizer=summarizer)
+        self._cache_entries = cache_entries
+        self._transformed: dict[int, tuple[ChatMessage, bool, ChatMessage]] = {}
+
+    @property
+    def config(self) -> CompactionConfig:
+        """The compaction settings."""
+        return self._config
+
+    @property
+    def window(self) -> int | None:
+        """The window given (or configured); ``None`` when unknown."""
+        return self._window
+
+    @window.setter
+    def window(self, value: int | None) -> None:
+        # A new window means a new model (provider failover): what was learned about the old one no longer holds.
+        self._window = _check_window(value)
+        self._learned = None
+
+    @property
+    def learned_window(self) -> int | None:
+        """The window learned from an overflow error, when one was."""
+        return self._learned
+
+    @property
+    def effective_window(self) -> int | None:
+        """The window requests are prepared for: the learned one, else the given one."""
+        return self._learned if self._learned is not None else self._window
+
+    def with_window(self, window: int | None) -> ContextManager:
+        """Return a manager for another model's window with the same settings, counter and summarizer."""
+        return ContextManager(
+            self._config,
+            window=window,
+            counter=self._tokens.counter,
+            summarizer=self._summarizer,
+            cache_entries=self._cache_entries,
+        )
+
+    async def prepare(self, messages: Sequence[ChatMessage]) -> PreparedContext:
+        """Prepare the request for ``messages``, compacting pre-emptively when the window is known.
+
+        Args:
+            messages: The whole conversation, system messages included, oldest first.
+
+        Returns:
+            The messages to send and what compaction did.
+        """
+        return await self._prepare(messages, self.effective_window, force=False)
+
+    async def prepare_after_overflow(
+        self, messages: Sequence[ChatMessage], error: ContextOverflowError
+    ) -> PreparedContext:
+        """Learn the window from an overflow error and prepare ``messages`` again, compacted for it.
+
+        The learned window is the smaller of the window the provider stated and 90 % of the estimate of the request
+        that overflowed (what ``prepare`` produced for ``messages``). The second bound matters when our estimate
+        undercounts the provider's tokenizer: a request we counted as E tokens did not fit, so requests must stay
+        below E whatever window was stated. Call it once per request; a second overflow should propagate.
+
+        Args:
+            messages: The conversation whose request overflowed.
+            error: The provider's overflow error.
+
+        Returns:
+            The compacted request.
+
+        Raises:
+            ContextOverflowError: ``error`` itself, when ``compact_on_overflow`` is off.
+        """
+        if not self._config.compact_on_overflow:
+            raise error
+        sent = await self._prepare(messages, self.effective_window, force=False)
+        learned = math.floor(sent.tokens * OVERFLOW_LEARNING_RATIO)
+        if error.window is not None:
+            learned = min(learned, error.window)
+        self._learned = max(1, learned)
+        return await self._prepare(messages, self._learned, force=True)
+
+    async def _prepare(self, messages: Sequence[ChatMessage], window: int | None, *, force: bool) -> PreparedContext:
+        history = drop_injected(messages)
+        requests = user_requests(history)
+        prepared = self._transform(history)
+        settings = self._config.goal_reminder
+        reminder = reminder_message(prepared, settings, requests=requests)
+        reserve = self._tokens.count(reminder) if reminder is not None else 0
+        report: CompactionReport | None = None
+        if window is not None:
+            prepared, report = await self._compact(prepared, window, reserve, force=force)
+        reminded = reminder is not None and should_remind(prepared, settings)
+        if reminded and reminder is not None:
+            prepared.append(reminder)
+        tokens = self._tokens.count_all(prepared)
+        if report is not None:
+            before = report.tokens_before + (reserve if reminded else 0)
+            report = replace(report, tokens_before=before, tokens_after=tokens)
+        return PreparedContext(messages=tuple(prepared), tokens=tokens, window=window, report=report)
+
+    async def _compact(
+        self, messages: list[ChatMessage], window: int, reserve: int, *, force: bool
+    ) -> tuple[list[ChatMessage], CompactionReport | None]:
+        current = self._tokens.count_all(messages)
+        target = max(1, math.floor(window * self._config.target_ratio) - reserve)
+        # A request over the window is compacted whatever the trigger says (a legacy threshold of 1.0 never fires).
+        fires = (
+            force
+            or current + reserve > window
+            or trigger_for(self._config, window).should_compact(current + reserve, window)
+        )
+        if not fires:
+            return messages, None
+        # The legacy trigger only changes when compaction starts; what it keeps is sized alike (clamped for the window).
+        protect = TokenTrigger.for_window(self._config, window).protect_recent_tokens
+        result = await self._compactor.compact(messages, target=target, protect_recent=protect)
+        fitted = fit_to_limit(result.messages, limit=target, tokens=self._tokens)
+        if not (result.messages_dropped or fitted.parts_cut or fitted.messages_dropped or result.summary_error):
+            return fitted.messages, None
+        return fitted.messages, CompactionReport(
+            tokens_before=current,
+            tokens_after=0,
+            messages_summarized=result.messages_summarized,
+            messages_dropped=result.messages_dropped + fitted.messages_dropped,
+            summary_used=result.summary_used,
+            parts_cut=fitted.parts_cut,
+            summary_error=result.summary_error,
+        )
+
+    def _transform(self, history: list[ChatMessage]) -> list[ChatMessage]:
+        """Cut big tool results and mask old ones, in one pass over the tool messages.
+
+        Equivalent to §D.9's "cut, then mask" (a masked result reaches the model in neither form) except that the
+        placeholder states the size of the real result, which is what the model weighs before calling the tool again.
+        Each version is cached by the identity of the caller's (immutable) message, so that a long history costs
+        dictionary lookups rather than text work on every call, and its token count stays cached too.
+        """
+        config = self._config
+        masking = config.enable_observation_masking
+        cutting = config.enable_tool_result_compaction
+        if not masking and not cutting:
+            return history
+        scope = (
+            masking_scope(
+                history,
+                protected_turns=config.observation_masking_protected_turns,
+                protected_rounds=config.observation_masking_protected_rounds,
+            )
+            if masking
+            else None
+        )
+        all_calls: dict[str, ToolCallPart] | None = None
+        result: list[ChatMessage] = []
+        for index, message in enumerate(history):
+            if message.role is not Role.TOOL:
+                result.append(message)
+                continue
+            masked = scope is not None and scope[index]
+            entry = self._transformed.get(id(message))
+            if entry is not None and entry[0] is message and entry[1] == masked:
+                result.append(entry[2])
+                continue
+            if masked:
+                calls = _calls_answered(history, index)
+                if any(result.call_id not in calls for result in message.tool_results):
+                    all_calls = all_calls if all_calls is not None else calls_by_id(history)
+                    calls = all_calls
+                version = mask_message(message, calls, min_length=config.observation_masking_min_result_length)
+            else:
+                version = message
+            if cutting:
+                version = cut_message_results(
+                    version,
+                    max_chars=config.max_tool_result_chars,
+                    head_lines=config.tool_result_keep_head_lines,
+                    tail_lines=config.tool_result_keep_tail_lines,
+                )
+            if len(self._transformed) >= self._cache_entries:
+                for key in list(self._transformed)[: self._cache_entries // 2]:
+                    del self._transformed[key]
+            self._transformed[id(message)] = (message, masked, version)
+            result.append(version)
+        return result
+
+
+def _calls_answered(history: Sequence[ChatMessage], index: int) -> dict[str, ToolCallPart]:
+    """The calls of the assistant message a tool message answers (the nearest one before it)."""
+    while index > 0:
+        index -= 1
+        message = history[index]
+        if message.role is not Role.TOOL:
+            return {call.call_id: call for call in message.tool_calls} if message.role is Role.ASSISTANT else {}
+    return {}
+
+
+def _check_window(window: int | None) -> int | None:
+    if window is not None and window < 1:
+        raise ValueError(f"A context window must be a positive number of tokens, not {window}.")
+    return window
