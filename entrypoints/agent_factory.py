@@ -89,7 +89,9 @@ async def build_agent(settings: AgentSettings) -> Agent:
     )
     context = ContextManager(settings.compaction, window=window, summarizer=ModelSummarizer(provider_client))
     container = IronHiveContainer().add_ironhive(
-        chat_client=TokenBudgetChatClient(provider_client, window=window),
+        # The context manager keeps every request within the window, so the budget guards the window itself: at the
+        # original's 80 % it would refuse requests that compaction (which starts later on large windows) allows.
+        chat_client=TokenBudgetChatClient(provider_client, window=window, threshold=1.0),
         context=context,
         tools=await BuiltInToolProvider(root).get_tools(),
         system_prompt=DEFAULT_SYSTEM_PROMPT,

@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from ironhive.domain.errors import ProviderError
 from ironhive.domain.tool_calls import make_tool_call
@@ -168,6 +168,19 @@ class ScriptedChatClient:
     async def _pause(step: ScriptStep) -> None:
         if step.delay_seconds:
             await asyncio.sleep(step.delay_seconds)
+
+
+class SizedScriptedChatClient(ScriptedChatClient):
+    """A ScriptedChatClient that states a context window (to exercise compaction against a known window)."""
+
+    def __init__(self, steps: Iterable[Step] = (), *, context_size: int, **settings: Any) -> None:
+        super().__init__(steps, **settings)
+        self._context_size = context_size
+
+    @property
+    def context_size(self) -> int:
+        """The window this scripted model claims."""
+        return self._context_size
 
 
 def _finish_reason(step: ScriptStep) -> FinishReason:

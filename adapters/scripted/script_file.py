@@ -8,7 +8,12 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from ironhive.adapters.scripted.client import ScriptedChatClient, ScriptedToolCall, ScriptStep
+from ironhive.adapters.scripted.client import (
+    ScriptedChatClient,
+    ScriptedToolCall,
+    ScriptStep,
+    SizedScriptedChatClient,
+)
 from ironhive.domain.errors import ConfigurationError, ProviderError
 from ironhive.ports.chat import Usage
 
@@ -63,12 +68,14 @@ class _Step(_Strict):
 class _Script(_Strict):
     steps: list[_Step]
     repeat_last: bool = False
+    context_size: int | None = Field(default=None, gt=0)
 
 
 def load_scripted_client(path: Path) -> ScriptedChatClient:
     """Build a ScriptedChatClient from a script file.
 
-    The file holds ``{"steps": [...], "repeat_last": false}`` or just the list of steps; each step has any of
+    The file holds ``{"steps": [...], "repeat_last": false, "context_size": null}`` or just the list of steps
+    (``context_size`` makes the model state a context window); each step has any of
     ``text``, ``deltas``, ``thinking``, ``tool_calls`` (``[{"name", "arguments", "id"}]``), ``usage``
     (``{"input_tokens", "output_tokens"}``), ``error`` (``{"message", "status", "retryable"}``), ``delay_seconds``.
 
@@ -90,6 +97,9 @@ def load_scripted_client(path: Path) -> ScriptedChatClient:
         script = _Script.model_validate({"steps": data} if isinstance(data, list) else data)
     except (ValueError, yaml.YAMLError, ValidationError) as error:
         raise ConfigurationError(f"The model script {path} is not valid: {error}") from error
-    return ScriptedChatClient(
-        (step.to_step() for step in script.steps), repeat_last=script.repeat_last, model=path.stem
-    )
+    steps = [step.to_step() for step in script.steps]
+    if script.context_size is not None:
+        return SizedScriptedChatClient(
+            steps, repeat_last=script.repeat_last, model=path.stem, context_size=script.context_size
+        )
+    return ScriptedChatClient(steps, repeat_last=script.repeat_last, model=path.stem)
