@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.loader import load_permission_policy
 from ironhive.adapters.tools.provider import BuiltInToolProvider
 from ironhive.container import IronHiveContainer
+from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.context.budget import TokenBudgetChatClient
 from ironhive.domain.context.catalog import context_window
 from ironhive.domain.context.config import CompactionConfig
 from ironhive.domain.context.manager import ContextManager
 from ironhive.domain.context.summarizer import ModelSummarizer
-from ironhive.domain.agent_loop import AgentLoop
+from ironhive.domain.context.tokens import DEFAULT_COUNTER, TokenCounter
 from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
     ArgumentParseFailureMiddleware,
@@ -27,7 +28,7 @@ from ironhive.domain.permissions.modes import Mode, ModeStateMachine
 from ironhive.domain.permissions.policy import ToolCallPolicy
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
 from ironhive.ports.approval import ApprovalService
-from ironhive.ports.chat import ChatOptions
+from ironhive.ports.chat import ChatClient, ChatOptions
 from ironhive.providers import ProviderChoice
 
 CLI_OPTIONS = ChatOptions(temperature=0.7, max_output_tokens=4096)
@@ -48,15 +49,16 @@ class AgentSettings:
     working_directory: Path
     approval: ApprovalService | None
     initial_mode: Mode = Mode.WORKING
-    compaction: CompactionConfig = CompactionConfig()
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Agent:
-    """A built agent: the loop and the mode machine its approval gate reads."""
+    """A built agent: the loop, the mode machine its approval gate reads, and the provider's own client."""
 
     loop: AgentLoop
     modes: ModeStateMachine
+    client: ChatClient
 
 
 async def build_agent(settings: AgentSettings) -> Agent:
@@ -87,15 +89,19 @@ async def build_agent(settings: AgentSettings) -> Agent:
     window = context_window(
         settings.provider.model, configured=settings.compaction.max_context_tokens, client=provider_client
     )
-    context = ContextManager(settings.compaction, window=window, summarizer=ModelSummarizer(provider_client))
+    # A local model counts with its own tokenizer; remote ones with the chars ÷ 4 estimate.
+    counter = provider_client if isinstance(provider_client, TokenCounter) else DEFAULT_COUNTER
+    context = ContextManager(
+        settings.compaction, window=window, counter=counter, summarizer=ModelSummarizer(provider_client)
+    )
     container = IronHiveContainer().add_ironhive(
         # The context manager keeps every request within the window, so the budget guards the window itself: at the
         # original's 80 % it would refuse requests that compaction (which starts later on large windows) allows.
-        chat_client=TokenBudgetChatClient(provider_client, window=window, threshold=1.0),
+        chat_client=TokenBudgetChatClient(provider_client, window=window, threshold=1.0, counter=counter),
         context=context,
         tools=await BuiltInToolProvider(root).get_tools(),
         system_prompt=DEFAULT_SYSTEM_PROMPT,
         options=CLI_OPTIONS,
         pipeline=pipeline,
     )
-    return Agent(loop=container.agent_loop(), modes=modes)
+    return Agent(loop=container.agent_loop(), modes=modes, client=provider_client)

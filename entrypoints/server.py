@@ -19,6 +19,7 @@ from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.permissions.modes import Mode
 from ironhive.domain.turn_options import turn_override
+from ironhive.ports.chat import Preloadable
 from ironhive.providers import select_provider
 
 
@@ -61,6 +62,8 @@ async def serve_stdio(
     agent = await build_agent(
         AgentSettings(provider=choice, working_directory=Path.cwd(), approval=bridge, initial_mode=Mode.IDLE)
     )
+    if isinstance(agent.client, Preloadable):
+        await agent.client.warm_up()  # a local model loads before any protocol line is written
     runner = AgentServerRunner(agent_processor(agent.loop), hitl_bridge=bridge)
     await runner.write(SessionStartedEvent(session_id=session_id))
     await runner.run()

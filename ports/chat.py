@@ -255,6 +255,15 @@ class ChatClient(Protocol):
 
 
 @runtime_checkable
+class Preloadable(Protocol):
+    """A chat client with slow start-up work (loading a local model) that can be done ahead of the first call."""
+
+    async def warm_up(self) -> None:
+        """Do the start-up work now (off the event loop), so the first call answers promptly."""
+        ...
+
+
+@runtime_checkable
 class ContextSizeProvider(Protocol):
     """A chat client that knows the size of its model's context window."""
 
@@ -276,6 +285,7 @@ __all__ = [
     "FallbackNotice",
     "FinishReason",
     "JsonValue",
+    "Preloadable",
     "ReasoningEffort",
     "Role",
     "TextPart",

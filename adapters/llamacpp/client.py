@@ -113,6 +113,20 @@ class LlamaCppChatClient:
         """The GGUF file this client runs."""
         return self._model_path
 
+    async def warm_up(self) -> None:
+        """Load the model now, off the event loop (the ``Preloadable`` port)."""
+
+        def load() -> None:
+            with self._lock:
+                self._loaded()
+
+        await asyncio.to_thread(load)
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` by the model's own tokenizer (loads the model on first use)."""
+        with self._lock:
+            return len(self._loaded().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
     @property
     def context_size(self) -> int:
         """The context window in tokens: ``n_ctx`` capped by the model's trained context, on llama.cpp's 256 step."""

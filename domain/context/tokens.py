@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ironhive.ports.chat import ChatMessage, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
@@ -15,6 +15,7 @@ CALL_OVERHEAD = 10
 """Tokens every function call costs beyond its name and arguments."""
 
 
+@runtime_checkable
 class TokenCounter(Protocol):
     """Estimates how many tokens a text costs."""
 

@@ -16,6 +16,7 @@ from ironhive.cli.statistics import SessionStatistics
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.turn import TurnCompleted
+from ironhive.ports.chat import Preloadable
 
 EXIT_INTERRUPTED = 130
 
@@ -176,6 +177,11 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
         except IronHiveError as error:
             sys.stderr.write(f"Configuration Error: {error}\n")
             return 1
+        if isinstance(agent.client, Preloadable):
+            from rich.console import Console
+
+            with Console(stderr=True).status(f"Loading the local model {choice.model}…"):
+                event_loop.run_until_complete(agent.client.warm_up())
         statistics = SessionStatistics(model=choice.model, local=choice.name == "local")
         mode = " (planning mode: read-only tools)" if request.planning else ""
         banner = (
