@@ -1,0 +1,1 @@
+"""Google AI (Gemini) through the official google-genai SDK."""

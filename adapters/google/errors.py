@@ -1,0 +1,171 @@
+"""Translation of google-genai SDK exceptions into ironhive's error tree, in one place."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from email.utils import parsedate_to_datetime
+
+import aiohttp
+from google.genai import errors as genai_errors
+
+from ironhive.domain.errors import ContextOverflowError, ProviderError
+
+SDK_ERRORS: tuple[type[BaseException], ...] = (
+    genai_errors.APIError,
+    genai_errors.UnknownApiResponseError,
+    aiohttp.ClientError,
+    TimeoutError,
+    OSError,
+)
+"""What a google-genai call may raise for a failed request: API errors, unreadable answers and transport failures
+(the SDK sends async requests through aiohttp and does not wrap its errors)."""
+
+_MAX_MESSAGE = 500
+_OVERFLOW_PATTERN = re.compile(
+    r"input token count.*?exceeds the maximum number of tokens allowed\D*(\d+)", re.IGNORECASE
+)
+# Google's canonical codes for failures that may pass; they stand in for the status when a stream reports an error.
+_TRANSIENT_STATUSES = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED", "ABORTED"})
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def is_retryable_status(status: int) -> bool:
+    """Whether a request that failed with ``status`` may succeed if sent again."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def translate_error(exc: BaseException, *, provider: str, secrets: Sequence[str] = ()) -> ProviderError:
+    """Translate what a google-genai call raised into a ``ProviderError`` (raise it ``from exc``).
+
+    Args:
+        exc: One of ``SDK_ERRORS``.
+        provider: The provider's name, for the message.
+        secrets: Strings (the API key) that must never appear in the message.
+
+    Returns:
+        ``ContextOverflowError`` when the input did not fit the model's window, else ``ProviderError`` with the HTTP
+        status and whether a retry may succeed.
+    """
+    if isinstance(exc, genai_errors.APIError):
+        return _api_error(exc, provider, secrets)
+    if isinstance(exc, TimeoutError):
+        return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        reason = _clip(_redact(str(exc) or type(exc).__name__, secrets))
+        return ProviderError(f"could not connect to {provider}: {reason}", retryable=True, provider=provider)
+    if isinstance(exc, genai_errors.UnknownApiResponseError):
+        # The SDK quotes the raw answer; it is not repeated here.
+        return ProviderError(f"{provider} sent an answer that is not valid JSON", provider=provider)
+    return ProviderError(f"{provider} failed: {_clip(_redact(str(exc), secrets))}", provider=provider)
+
+
+def _api_error(exc: genai_errors.APIError, provider: str, secrets: Sequence[str]) -> ProviderError:
+    code = exc.code if isinstance(exc.code, int) and not isinstance(exc.code, bool) else None
+    status = exc.status if isinstance(exc.status, str) else None
+    message = _clip(_redact(exc.message if isinstance(exc.message, str) and exc.message else _fallback(exc), secrets))
+    label = " ".join(str(item) for item in (code, status) if item)
+    if (overflow := _OVERFLOW_PATTERN.search(message)) is not None:
+        return ContextOverflowError(
+            f"{provider} rejected the request as too long for the model's context window ({label}): {message}",
+            window=int(overflow.group(1)),
+            provider=provider,
+        )
+    retryable = (code is not None and is_retryable_status(code)) or status in _TRANSIENT_STATUSES
+    return ProviderError(
+        f"{provider} returned HTTP {label}: {message}" if code else f"{provider} reported an error: {message}",
+        status=code,
+        retryable=retryable,
+        provider=provider,
+    )
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """How long Google asked to wait before retrying.
+
+    Read from the ``Retry-After`` header, else from the ``RetryInfo`` detail of the error body (``"retryDelay":
+    "37s"``), which is where the Gemini API states it for 429 RESOURCE_EXHAUSTED.
+
+    Args:
+        exc: The SDK's ``APIError``, or an error whose ``__cause__`` chain leads to one (as a translated
+            ``ProviderError`` does).
+
+    Returns:
+        Seconds to wait (never negative), or ``None`` when the error stated no usable value.
+    """
+    current: BaseException | None = exc
+    while current is not None and not isinstance(current, genai_errors.APIError):
+        current = current.__cause__
+    if current is None:
+        return None
+    header = _header(getattr(current.response, "headers", None), "retry-after")
+    if header is not None and (seconds := _header_seconds(header)) is not None:
+        return seconds
+    return _retry_delay(current.details)
+
+
+def _header(headers: object, name: str) -> str | None:
+    items = getattr(headers, "items", None)
+    if not callable(items):
+        return None
+    for key, value in items():
+        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
+            return value
+    return None
+
+
+def _header_seconds(raw: str) -> float | None:
+    if (seconds := _seconds(raw)) is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _retry_delay(body: object) -> float | None:
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    details = error.get("details") if isinstance(error, Mapping) else None
+    for detail in details if isinstance(details, Iterable) and not isinstance(details, str | bytes) else ():
+        if isinstance(detail, Mapping) and detail.get("@type") == _RETRY_INFO:
+            delay = detail.get("retryDelay")
+            if isinstance(delay, str) and (match := _DURATION.match(delay)):
+                return float(match.group(1))
+            if isinstance(delay, Mapping):  # the proto form, {"seconds": ..., "nanos": ...}
+                seconds, nanos = _seconds(str(delay.get("seconds", 0))), delay.get("nanos", 0)
+                if seconds is not None and isinstance(nanos, int):
+                    return max(0.0, seconds + nanos / 1e9)
+    return None
+
+
+def _seconds(raw: str) -> float | None:
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return max(0.0, value) if value == value else None  # NaN is not a delay
+
+
+def _fallback(exc: genai_errors.APIError) -> str:
+    details = exc.details
+    if isinstance(details, str) and details.strip():
+        return details
+    return str(exc)
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
+
+
+def _redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+__all__ = ["SDK_ERRORS", "is_retryable_status", "retry_after_seconds", "translate_error"]
