@@ -1,0 +1,1 @@
+"""Persistent sessions and the execution log, stored under ~/.ironhive."""

@@ -1,0 +1,98 @@
+"""JsonlExecutionLog: each session's turns and tool calls as camelCase JSON lines in ``<logs>/<id>.execlog.jsonl``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+from ironhive.adapters.sessions.codec import round_trip_time
+from ironhive.ports.chat import JsonValue
+from ironhive.ports.sessions import ToolArguments
+from ironhive.ports.system import Clock
+
+PROMPT_LIMIT = 500
+"""A ``turn_start`` line keeps at most this many characters of the prompt."""
+
+
+class JsonlExecutionLog:
+    """An append-only JSON Lines log per session (the original's ``~/.ironhive/logs``).
+
+    Each line is written by a single ``write`` to a file opened for appending, so lines of concurrent writers never
+    interleave; the folder and file are created on first use; writing happens in a worker thread.
+
+    Args:
+        logs_dir: The folder of the logs (``~/.ironhive/logs``).
+        clock: The time stamped on each line (the system clock by default).
+    """
+
+    def __init__(self, logs_dir: Path, *, clock: Clock | None = None) -> None:
+        from ironhive.adapters.system import SystemClock
+
+        self._logs_dir = logs_dir
+        self._clock: Clock = clock or SystemClock()
+
+    def path_for(self, session_id: str) -> Path:
+        """The log file of ``session_id``."""
+        if (
+            not session_id
+            or any(separator in session_id for separator in ("/", "\\", "\0"))
+            or session_id in {".", ".."}
+        ):
+            raise ValueError(f"Not a usable session id for a log file name: {session_id!r}")
+        return self._logs_dir / f"{session_id}.execlog.jsonl"
+
+    async def turn_start(self, session_id: str, turn: int, prompt: str) -> None:
+        """Append ``{"type":"turn_start","turn","prompt","timestamp"}`` (the prompt cut to 500 characters)."""
+        await self._append(session_id, {"type": "turn_start", "turn": turn, "prompt": prompt[:PROMPT_LIMIT]})
+
+    async def tool_call(
+        self, session_id: str, turn: int, step: int, call_id: str, tool: str, arguments: ToolArguments
+    ) -> None:
+        """Append ``{"type":"tool_call","turn","step","id","tool","arguments","timestamp"}``."""
+        encoded: JsonValue = dict(arguments) if arguments is not None and not isinstance(arguments, str) else arguments
+        await self._append(
+            session_id,
+            {"type": "tool_call", "turn": turn, "step": step, "id": call_id, "tool": tool, "arguments": encoded},
+        )
+
+    async def turn_end(
+        self,
+        session_id: str,
+        turn: int,
+        *,
+        response_length: int,
+        tool_calls: int,
+        input_tokens: int | None,
+        output_tokens: int | None,
+    ) -> None:
+        """Append a ``turn_end`` line: type, turn, responseLength, toolCalls, inputTokens, outputTokens, timestamp."""
+        await self._append(
+            session_id,
+            {
+                "type": "turn_end",
+                "turn": turn,
+                "responseLength": response_length,
+                "toolCalls": tool_calls,
+                "inputTokens": input_tokens,
+                "outputTokens": output_tokens,
+            },
+        )
+
+    async def _append(self, session_id: str, fields: dict[str, JsonValue]) -> None:
+        path = self.path_for(session_id)
+        fields["timestamp"] = round_trip_time(self._clock.now())
+        line = (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        await asyncio.to_thread(_append_line, path, line)
+
+
+def _append_line(path: Path, line: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(line)
+        while view:  # a regular file takes the whole line at once; the loop only guards a short write
+            view = view[os.write(descriptor, view) :]
+    finally:
+        os.close(descriptor)
