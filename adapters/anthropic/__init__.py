@@ -1,0 +1,1 @@
+"""Anthropic Messages API through the official anthropic SDK."""

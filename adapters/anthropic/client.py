@@ -1,0 +1,171 @@
+"""AnthropicChatClient: the ChatClient port over Anthropic's Messages API."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Callable, Sequence
+from types import TracebackType
+
+import anthropic
+
+from ironhive.adapters.anthropic.errors import translate_error
+from ironhive.adapters.anthropic.mapping import MessagesRequest, ThinkingMemory, build_request
+from ironhive.adapters.anthropic.responses import StreamAccumulator, signed_thinking_of, to_chat_response
+from ironhive.domain.errors import ConfigurationError
+from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
+
+_PROVIDER = "anthropic"
+# The SDK refuses to send a request without credentials; a keyless proxy at ``base_url`` gets this instead.
+_NO_KEY = "no-key"
+
+
+def _new_call_id() -> str:
+    return f"toolu_{uuid.uuid4().hex[:24]}"
+
+
+def _without_version(base_url: str) -> str:
+    trimmed = base_url.rstrip("/")
+    return trimmed.removesuffix("/v1") if trimmed.endswith("/v1") else trimmed
+
+
+class AnthropicChatClient:
+    """A ``ChatClient`` that talks to Anthropic's Messages API through the anthropic SDK.
+
+    The SDK client is built on first use, so constructing this object does no I/O. The SDK's own retries are off:
+    ironhive decides about retrying from the ``ProviderError`` it raises. The signed thinking of a response that made
+    tool calls is remembered so the next request of that tool round can send it back, as the API requires while
+    thinking is on (see ``ironhive.adapters.anthropic.mapping.build_request``).
+
+    Args:
+        api_key: The API key; may be empty only when ``base_url`` points at a server that needs none.
+        model: The model asked for unless ``ChatOptions.model`` names another.
+        base_url: The API's base URL; the SDK adds ``/v1`` itself, so a trailing ``/v1`` is dropped rather than
+            doubled. ``None`` means the SDK's default (``ANTHROPIC_BASE_URL``, else Anthropic).
+        timeout: Seconds one request may take.
+        id_factory: Makes ids for tool calls that arrive without one.
+        max_output_tokens_default: ``max_tokens`` when ``ChatOptions.max_output_tokens`` is unset; the API requires
+            a value on every request.
+
+    Raises:
+        ConfigurationError: The model is empty, the timeout or default output limit not positive, or the key missing
+            for Anthropic itself.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        timeout: float = 600.0,
+        id_factory: Callable[[], str] | None = None,
+        max_output_tokens_default: int = 4096,
+    ) -> None:
+        if not model.strip():
+            raise ConfigurationError(f"{_PROVIDER}: a model name is required")
+        if timeout <= 0:
+            raise ConfigurationError(f"{_PROVIDER}: the timeout must be positive, not {timeout}")
+        if max_output_tokens_default <= 0:
+            raise ConfigurationError(
+                f"{_PROVIDER}: the default output limit must be positive, not {max_output_tokens_default}"
+            )
+        if not api_key and base_url is None:
+            raise ConfigurationError(f"{_PROVIDER}: an API key is required")
+        self._api_key = api_key
+        self._model = model
+        self._base_url = _without_version(base_url) if base_url is not None else None
+        self._timeout = timeout
+        self._id_factory = id_factory or _new_call_id
+        self._max_output_tokens_default = max_output_tokens_default
+        self._thinking = ThinkingMemory()
+        self._sdk: anthropic.AsyncAnthropic | None = None
+
+    @property
+    def model(self) -> str:
+        """The default model of this client."""
+        return self._model
+
+    @property
+    def provider_name(self) -> str:
+        """The provider's name as used in errors."""
+        return _PROVIDER
+
+    async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """Answer ``messages`` in one piece.
+
+        Raises:
+            ProviderError: The request failed; ``ContextOverflowError`` when the prompt did not fit the window.
+            ConfigurationError: ``options.tool_mode`` is unknown.
+        """
+        request = self._request(messages, options)
+        try:
+            message = await self._client().messages.create(**request)
+        except anthropic.AnthropicError as exc:
+            raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
+        response = to_chat_response(message, self._id_factory)
+        call_ids = [call.call_id for call in response.message.tool_calls]
+        self._thinking.remember(call_ids, signed_thinking_of(message))
+        return response
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions
+    ) -> AsyncGenerator[ChatUpdate, None]:
+        """Answer ``messages`` as a stream of updates; each tool call arrives complete, usage with the finish reason.
+
+        ``aclose()`` on the returned generator ends the request early and releases its connection.
+
+        Raises:
+            ProviderError: The request failed, when it was sent or mid-stream (an SSE ``error`` event).
+            ConfigurationError: ``options.tool_mode`` is unknown.
+        """
+        request = self._request(messages, options)
+        accumulator = StreamAccumulator(self._id_factory)
+        try:
+            stream = await self._client().messages.create(**request, stream=True)
+            async with stream:
+                async for event in stream:
+                    updates = accumulator.feed(event)
+                    if any(update.tool_calls for update in updates):
+                        # Before yielding: a consumer may stop reading once it has the calls.
+                        self._thinking.remember(accumulator.tool_call_ids, accumulator.signed_thinking)
+                    for update in updates:
+                        yield update
+        except anthropic.AnthropicError as exc:
+            raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
+        for update in accumulator.finish():
+            yield update
+
+    async def aclose(self) -> None:
+        """Close the SDK client (and its connection pool) if it was built."""
+        if self._sdk is not None:
+            sdk, self._sdk = self._sdk, None
+            await sdk.close()
+
+    close = aclose
+
+    async def __aenter__(self) -> AnthropicChatClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def _request(self, messages: Sequence[ChatMessage], options: ChatOptions) -> MessagesRequest:
+        return build_request(
+            messages,
+            options,
+            default_model=self._model,
+            default_max_tokens=self._max_output_tokens_default,
+            replay=self._thinking.recall,
+        )
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        if self._sdk is None:
+            self._sdk = anthropic.AsyncAnthropic(
+                api_key=self._api_key or _NO_KEY, base_url=self._base_url, timeout=self._timeout, max_retries=0
+            )
+        return self._sdk
+
+
+__all__ = ["AnthropicChatClient"]

@@ -1,0 +1,162 @@
+"""Translation of anthropic SDK exceptions into ironhive's error tree, in one place."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from email.utils import parsedate_to_datetime
+
+import anthropic
+
+from ironhive.domain.errors import ContextOverflowError, ProviderError
+
+_MAX_MESSAGE = 500
+# "prompt is too long: 210000 tokens > 200000 maximum", and the request whose input plus max_tokens does not fit:
+# "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or ...".
+_OVERFLOW_PATTERNS = (
+    re.compile(r"prompt is too long:?\s*\d+\s*tokens?\s*>\s*(\d+)", re.IGNORECASE),
+    re.compile(r"exceed(?:s|ed)? (?:the )?context limit:?[^>]*>\s*(\d+)", re.IGNORECASE),
+    re.compile(r"prompt is too long", re.IGNORECASE),
+)
+# An ``error`` event inside a stream arrives after HTTP 200; its type says whether the failure is transient.
+_TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
+
+
+def is_retryable_status(status: int) -> bool:
+    """Whether a request that failed with ``status`` may succeed if sent again (529 is Anthropic's overload)."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def translate_error(
+    exc: anthropic.AnthropicError, *, provider: str = "anthropic", secrets: Sequence[str] = ()
+) -> ProviderError:
+    """Translate an anthropic SDK exception into a ``ProviderError`` (raise it ``from exc``).
+
+    Args:
+        exc: What the SDK raised.
+        provider: The provider's name, for the message.
+        secrets: Strings (the API key) that must never appear in the message.
+
+    Returns:
+        ``ContextOverflowError`` when the prompt did not fit the context window, else ``ProviderError`` with the HTTP
+        status (``None`` for an error sent inside a stream), whether a retry may succeed and the requested delay.
+    """
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
+    if isinstance(exc, anthropic.APIConnectionError):
+        reason = _clip(_redact((str(exc.__cause__) if exc.__cause__ else "") or exc.message, secrets))
+        return ProviderError(f"{provider} could not be reached: {reason}", retryable=True, provider=provider)
+    if isinstance(exc, anthropic.APIStatusError):
+        return _status_error(exc, provider, secrets)
+    if isinstance(exc, anthropic.APIError):
+        message = _clip(_redact(_server_message(exc.body) or exc.message, secrets))
+        return ProviderError(f"{provider} sent an answer ironhive cannot read: {message}", provider=provider)
+    return ProviderError(f"{provider} failed: {_clip(_redact(str(exc), secrets))}", provider=provider)
+
+
+def _status_error(exc: anthropic.APIStatusError, provider: str, secrets: Sequence[str]) -> ProviderError:
+    raw_message = _server_message(exc.body) or exc.message
+    server_message = _clip(_redact(raw_message, secrets))
+    error_type = exc.type or _error_type(exc.body)
+    if error_type in (None, "invalid_request_error") and (window := _overflow_window(raw_message)) is not None:
+        return ContextOverflowError(
+            f"{provider} rejected the prompt as too long for the model's context window: {server_message}",
+            window=window or None,
+            provider=provider,
+        )
+    status = exc.status_code
+    if status < 400:
+        # The SDK raises an SSE ``error`` event with the stream's own status (200): no HTTP failure to report.
+        return ProviderError(
+            f"{provider} reported an error mid-stream ({error_type or 'unknown'}): {server_message}",
+            retryable=error_type in _TRANSIENT_TYPES,
+            provider=provider,
+        )
+    return ProviderError(
+        f"{provider} returned HTTP {status} ({error_type or 'error'}): {server_message}",
+        status=status,
+        retryable=is_retryable_status(status),
+        provider=provider,
+        retry_after=retry_after_seconds(exc),
+    )
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """How long the provider asked to wait before retrying, read from its ``Retry-After`` headers.
+
+    Args:
+        exc: The SDK's ``APIStatusError``, or an error whose ``__cause__`` chain leads to one (as a translated
+            ``ProviderError`` does).
+
+    Returns:
+        Seconds to wait (never negative), or ``None`` when the response stated no usable value.
+    """
+    current: BaseException | None = exc
+    while current is not None and not isinstance(current, anthropic.APIStatusError):
+        current = current.__cause__
+    if current is None:
+        return None
+    headers = current.response.headers
+    if (millis := _seconds(headers.get("retry-after-ms"))) is not None:
+        return millis / 1000
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    if (seconds := _seconds(raw)) is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _seconds(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return max(0.0, value) if value == value else None  # NaN is not a delay
+
+
+def _server_message(body: object) -> str:
+    # Anthropic's body is {"type": "error", "error": {"type": ..., "message": ...}}; proxies may send text or HTML.
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        message = error.get("message") if isinstance(error, Mapping) else body.get("message")
+        if isinstance(message, str) and message.strip():
+            return message
+        return ""
+    return body if isinstance(body, str) and body.strip() else ""
+
+
+def _error_type(body: object) -> str | None:
+    error = body.get("error") if isinstance(body, Mapping) else None
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _overflow_window(server_message: str) -> int | None:
+    """The window an overflow message states, 0 for an overflow that states none, ``None`` for no overflow."""
+    for pattern in _OVERFLOW_PATTERNS:
+        if match := pattern.search(server_message):
+            return int(match.group(1)) if match.groups() else 0
+    return None
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
+
+
+def _redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+__all__ = ["is_retryable_status", "retry_after_seconds", "translate_error"]
