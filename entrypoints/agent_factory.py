@@ -1,10 +1,14 @@
-"""Builds the agent loop that the CLI and the servers share: provider, tools, permissions, pipeline, approvals."""
+"""Builds the agent that the CLI and the servers share: providers, tools, permissions, pipeline, context, approvals."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ironhive.adapters.config.loader import LoadedConfig, load_config
+from ironhive.adapters.config.schema import IronHiveConfig
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.loader import load_permission_policy
 from ironhive.adapters.tools.provider import BuiltInToolProvider
@@ -15,7 +19,8 @@ from ironhive.domain.context.catalog import context_window
 from ironhive.domain.context.config import CompactionConfig
 from ironhive.domain.context.manager import ContextManager
 from ironhive.domain.context.summarizer import ModelSummarizer
-from ironhive.domain.context.tokens import DEFAULT_COUNTER, TokenCounter
+from ironhive.domain.context.tokens import DEFAULT_COUNTER, TokenCounter, count_messages
+from ironhive.domain.failover import ChainedProvider, FailoverChatClient, RetryPolicy
 from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
     ArgumentParseFailureMiddleware,
@@ -24,14 +29,23 @@ from ironhive.domain.invocation.guards import (
 )
 from ironhive.domain.invocation.pipeline import ToolInvocationPipeline
 from ironhive.domain.invocation.resilient import ResilientArgumentsMiddleware
+from ironhive.domain.options import ChatBehavior
 from ironhive.domain.permissions.modes import Mode, ModeStateMachine
 from ironhive.domain.permissions.policy import ToolCallPolicy
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
 from ironhive.ports.approval import ApprovalService
-from ironhive.ports.chat import ChatClient, ChatOptions
-from ironhive.providers import ProviderChoice
+from ironhive.ports.chat import ChatClient, ChatMessage, ChatOptions
+from ironhive.providers import ProviderChoice, provider_chain, select_provider
 
 CLI_OPTIONS = ChatOptions(temperature=0.7, max_output_tokens=4096)
+
+
+def load_configuration(environ: Mapping[str, str], project: Path) -> LoadedConfig:
+    """Load the layered configuration; its warnings and notices go to stderr."""
+    loaded = load_config(home=Path.home(), project=project, environ=environ)
+    for line in (*loaded.notices, *loaded.warnings):
+        sys.stderr.write(f"{line}\n")
+    return loaded
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,36 +53,79 @@ class AgentSettings:
     """How to build the agent of one CLI run or server session.
 
     Attributes:
-        provider: The chat provider.
+        providers: The failover chain; the first is the selected provider.
         working_directory: Where the tools work and what the permission rules are relative to.
         approval: Who answers the calls the rules ask about (the console, or the client over the wire).
         initial_mode: Working for the CLI, Planning with ``--plan``, Idle for ``run`` and the servers.
+        compaction: The ``compaction`` section.
+        behavior: The ``chatBehavior`` section.
+        permissions_section: The ``permissions`` section of config.yaml (used when the project has no permission file).
+        retry: Retries and backoff of the failover chain.
     """
 
-    provider: ProviderChoice
+    providers: Sequence[ProviderChoice]
     working_directory: Path
     approval: ApprovalService | None
     initial_mode: Mode = Mode.WORKING
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    behavior: ChatBehavior = field(default_factory=ChatBehavior)
+    permissions_section: object | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: IronHiveConfig,
+        *,
+        provider: str | None,
+        model: str | None,
+        working_directory: Path,
+        approval: ApprovalService | None,
+        initial_mode: Mode,
+    ) -> AgentSettings:
+        """Settings from the merged configuration and the command line.
+
+        Raises:
+            ConfigurationError: No provider fits, or a section is invalid.
+        """
+        chain = provider_chain(select_provider(provider, model, config), config)
+        behavior = config.chat_behavior
+        return cls(
+            providers=tuple(chain),
+            working_directory=working_directory,
+            approval=approval,
+            initial_mode=initial_mode,
+            compaction=CompactionConfig.from_mapping(config.compaction.model_dump(by_alias=True, exclude_unset=True)),
+            behavior=ChatBehavior(
+                maximum_iterations_per_request=behavior.maximum_iterations_per_request,
+                maximum_consecutive_errors_per_request=behavior.maximum_consecutive_errors_per_request,
+            ),
+            permissions_section=config.permissions,
+            retry=RetryPolicy(
+                max_retries=config.providers.max_retries,
+                initial_backoff=float(config.providers.initial_backoff_seconds),
+            ),
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Agent:
-    """A built agent: the loop, the mode machine its approval gate reads, and the provider's own client."""
+    """A built agent: the loop, the mode machine its approval gate reads, and the selected provider's client."""
 
     loop: AgentLoop
     modes: ModeStateMachine
     client: ChatClient
+    provider: ProviderChoice
 
 
 async def build_agent(settings: AgentSettings) -> Agent:
     """The agent of a CLI run or server session.
 
     Raises:
-        ConfigurationError: A permission file or section is broken.
+        ConfigurationError: A permission file or section is broken, or a provider cannot be built.
     """
     root = settings.working_directory.resolve()
-    policy = load_permission_policy(root, None)
+    policy = load_permission_policy(root, settings.permissions_section)  # type: ignore[arg-type]
     modes = ModeStateMachine(settings.initial_mode)
     gate = ApprovalGateMiddleware(
         ToolCallPolicy(policy, root, GitIgnorePathMatcher()),
@@ -85,23 +142,41 @@ async def build_agent(settings: AgentSettings) -> Agent:
             ResilientArgumentsMiddleware(),
         ]
     )
-    provider_client = settings.provider.build()  # builds no SDK client and loads no model yet
-    window = context_window(
-        settings.provider.model, configured=settings.compaction.max_context_tokens, client=provider_client
-    )
+    selected = settings.providers[0]
+    clients = [choice.build() for choice in settings.providers]  # builds no SDK client and loads no model yet
+    configured_window = settings.compaction.max_context_tokens
+    window = context_window(selected.model, configured=configured_window, client=clients[0])
     # A local model counts with its own tokenizer; remote ones with the chars ÷ 4 estimate.
-    counter = provider_client if isinstance(provider_client, TokenCounter) else DEFAULT_COUNTER
+    counter = clients[0] if isinstance(clients[0], TokenCounter) else DEFAULT_COUNTER
     context = ContextManager(
-        settings.compaction, window=window, counter=counter, summarizer=ModelSummarizer(provider_client)
+        settings.compaction, window=window, counter=counter, summarizer=ModelSummarizer(clients[0])
+    )
+
+    async def fit(messages: Sequence[ChatMessage], limit: int) -> Sequence[ChatMessage]:
+        return (await context.with_window(limit).prepare(messages)).messages
+
+    chain = FailoverChatClient(
+        [
+            ChainedProvider(
+                name=choice.name,
+                client=client,
+                window=window if index == 0 else context_window(choice.model, client=client),
+            )
+            for index, (choice, client) in enumerate(zip(settings.providers, clients, strict=True))
+        ],
+        policy=settings.retry,
+        count_tokens=lambda messages: count_messages(messages, counter),
+        fit=fit,
     )
     container = IronHiveContainer().add_ironhive(
         # The context manager keeps every request within the window, so the budget guards the window itself: at the
         # original's 80 % it would refuse requests that compaction (which starts later on large windows) allows.
-        chat_client=TokenBudgetChatClient(provider_client, window=window, threshold=1.0, counter=counter),
+        chat_client=TokenBudgetChatClient(chain, window=window, threshold=1.0, counter=counter),
         context=context,
         tools=await BuiltInToolProvider(root).get_tools(),
         system_prompt=DEFAULT_SYSTEM_PROMPT,
         options=CLI_OPTIONS,
+        behavior=settings.behavior,
         pipeline=pipeline,
     )
-    return Agent(loop=container.agent_loop(), modes=modes, client=provider_client)
+    return Agent(loop=container.agent_loop(), modes=modes, client=clients[0], provider=selected)

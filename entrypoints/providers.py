@@ -1,33 +1,40 @@
-"""Chooses the chat provider from ``--provider``, ``-m`` and the environment (openai, local, scripted)."""
+"""Chooses the chat provider (and the failover chain) from ``--provider``, ``-m`` and the merged configuration."""
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ironhive.domain.errors import ConfigurationError
 from ironhive.ports.chat import ChatClient
 
-PROVIDERS = ("openai", "local", "scripted")
-ALIASES = {"lmsupply": "local"}
+if TYPE_CHECKING:
+    from ironhive.adapters.config.schema import IronHiveConfig
+
+PRIORITY = ("gpustack", "openai", "anthropic", "google", "xai", "ollama", "lmstudio", "azure")
+"""Remote providers in the order a run picks the first configured one; local inference comes after them."""
+PROVIDERS = (*PRIORITY, "lmsupply", "scripted")
+ALIASES = {"claude": "anthropic", "gemini": "google", "googleai": "google", "grok": "xai", "local": "lmsupply"}
+ALIASES |= {"azureopenai": "azure", "gpu-stack": "gpustack"}
 
 _NO_PROVIDER = (
-    "No API provider configured or available. Set OPENAI_API_KEY and OPENAI_MODEL (and OPENAI_ENDPOINT for an "
-    'OpenAI-compatible server), or install local inference with: pip install "ironhive[local]" '
-    "(LMSUPPLY_ENABLED=false turns local inference off)."
+    "No API provider configured or available. Configure one (for example OPENAI_API_KEY and OPENAI_MODEL, or "
+    "`ironhive set openai.apiKey …` and `ironhive set openai.model …`), or install local inference with: "
+    'pip install "ironhive[local]" (LMSUPPLY_ENABLED=false turns local inference off).'
 )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ProviderChoice:
-    """The provider a run uses.
+    """A provider a run may use.
 
     Attributes:
         name: The provider's canonical name.
         model: The model name shown to the user.
-        build: Builds the chat client (called on first use).
+        build: Builds the chat client (builds no SDK client and loads no model: that happens on first use).
     """
 
     name: str
@@ -35,18 +42,18 @@ class ProviderChoice:
     build: Callable[[], ChatClient]
 
 
-def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
-    value = environ.get(name, "").strip()
-    return default if not value else value.lower() == "true"
+def canonical(name: str) -> str:
+    """The canonical provider name of ``name`` or one of its aliases (case-insensitive)."""
+    lowered = name.strip().lower()
+    return ALIASES.get(lowered, lowered)
 
 
-def _split_model(model: str | None) -> tuple[str | None, str | None]:
+def split_model(model: str | None) -> tuple[str | None, str | None]:
     """``-m provider/model`` names a provider when the part before ``/`` is one; otherwise it is all model."""
     if model and "/" in model:
         head, tail = model.split("/", 1)
-        canonical = ALIASES.get(head.lower(), head.lower())
-        if canonical in PROVIDERS:
-            return canonical, tail
+        if canonical(head) in PROVIDERS:
+            return canonical(head), tail
     return None, model
 
 
@@ -63,66 +70,191 @@ def local_inference_available() -> bool:
     return True
 
 
-def select_provider(provider: str | None, model: str | None, environ: Mapping[str, str]) -> ProviderChoice:
-    """Pick the provider and model for a run.
+def is_configured(name: str, config: IronHiveConfig) -> bool:
+    """Whether ``name`` has what it needs (key and model for remote providers, ``enabled`` for local servers)."""
+    match name:
+        case "gpustack":
+            gpu = config.gpu_stack
+            return bool(gpu.endpoint and gpu.api_key and gpu.model)
+        case "openai":
+            return bool(config.openai.api_key and config.openai.model)
+        case "anthropic":
+            return bool(config.anthropic.api_key and config.anthropic.model)
+        case "google":
+            return bool(config.googleai.api_key and config.googleai.model)
+        case "xai":
+            return bool(config.xai.api_key and config.xai.model)
+        case "ollama":
+            return config.ollama.enabled
+        case "lmstudio":
+            return config.lmstudio.enabled
+        case "azure":
+            azure = config.azureopenai
+            return bool(azure.endpoint and azure.api_key and azure.deployment_name)
+        case "lmsupply":
+            return config.lmsupply.enabled and (
+                bool(config.lmsupply.model_path or config.lmsupply.hugging_face_repo) or local_inference_available()
+            )
+        case "scripted":
+            return True
+    return False
 
-    Without ``provider``: OpenAI when ``OPENAI_API_KEY`` and ``OPENAI_MODEL`` are set, else local inference when it
-    is enabled and installed.
+
+def select_provider(provider: str | None, model: str | None, config: IronHiveConfig) -> ProviderChoice:
+    """Pick the provider and model of a run.
+
+    Without ``provider`` (or a ``provider/model`` in ``-m``): the first configured provider in the order gpustack,
+    openai, anthropic, google, xai, ollama, lmstudio, azure; else local inference when enabled and installed.
 
     Args:
-        provider: The ``--provider`` value (case-insensitive; ``lmsupply`` is an alias of ``local``).
-        model: The ``-m`` value; ``provider/model`` selects that provider.
-        environ: The environment variables.
+        provider: The ``--provider`` value (aliases: claude, gemini, grok, local).
+        model: The ``-m`` value; it overrides the provider's configured model.
+        config: The merged configuration.
 
     Returns:
         The choice.
 
     Raises:
-        ConfigurationError: The named provider is unknown or not configured, or none is available.
+        ConfigurationError: The provider is unknown or not configured, or none is available.
     """
-    from_model, model = _split_model(model)
-    name = ALIASES.get(provider.lower(), provider.lower()) if provider else from_model
-    if name is not None and name not in PROVIDERS:
-        raise ConfigurationError(f"Provider '{provider}' not found. Available: {', '.join(PROVIDERS)}")
-    openai_ready = bool(environ.get("OPENAI_API_KEY") and (model or environ.get("OPENAI_MODEL")))
-    if name == "openai" or (name is None and openai_ready):
-        if not openai_ready:
-            raise ConfigurationError(
-                "Provider 'openai' is not available or configured. Set OPENAI_API_KEY and OPENAI_MODEL."
-            )
-        return _openai(environ, model or environ["OPENAI_MODEL"])
-    if name == "scripted":
-        return _scripted(model)
-    if not _flag(environ, "LMSUPPLY_ENABLED", default=True):
-        if name == "local":
-            raise ConfigurationError("Provider 'local' is not available or configured: LMSUPPLY_ENABLED is false.")
-        raise ConfigurationError(_NO_PROVIDER)
-    if name == "local" or local_inference_available():
-        return _local(model)
+    from_model, model = split_model(model)
+    name = canonical(provider) if provider else from_model
+    if name is not None:
+        if name not in PROVIDERS:
+            raise ConfigurationError(f"Provider '{provider}' not found. Available: {', '.join(PROVIDERS)}")
+        if not is_configured(name, config) and not (model and name in {"ollama", "lmstudio"}):
+            raise ConfigurationError(f"Provider '{provider or name}' is not available or configured.")
+        return provider_choice(name, config, model)
+    for candidate in (*PRIORITY, "lmsupply"):
+        if is_configured(candidate, config):
+            return provider_choice(candidate, config, model)
     raise ConfigurationError(_NO_PROVIDER)
 
 
-def _openai(environ: Mapping[str, str], model: str) -> ProviderChoice:
-    api_key = environ["OPENAI_API_KEY"]
-    endpoint = environ.get("OPENAI_ENDPOINT") or None
+def provider_chain(first: ProviderChoice, config: IronHiveConfig) -> list[ProviderChoice]:
+    """The failover chain: the selected provider, then the configured ``providers.chain`` entries that are set up."""
+    chain = [first]
+    for entry in config.providers.chain:
+        name = canonical(entry)
+        if name not in PROVIDERS:
+            raise ConfigurationError(
+                f"providers.chain names an unknown provider '{entry}'. Available: {', '.join(PROVIDERS)}"
+            )
+        if name != first.name and is_configured(name, config) and all(c.name != name for c in chain):
+            chain.append(provider_choice(name, config, None))
+    return chain
 
+
+def _required_model(name: str, model: str | None) -> str:
+    if not model:
+        raise ConfigurationError(f"Provider '{name}' needs a model: set {name}.model or pass -m.")
+    return model
+
+
+def provider_choice(name: str, config: IronHiveConfig, model: str | None) -> ProviderChoice:
+    """The choice for provider ``name`` (its configured model unless ``model`` overrides it)."""
+    from ironhive.adapters.config.schema import OpenAISection
+
+    match name:
+        case "openai":
+            endpoint = config.openai.endpoint
+            default_endpoint = OpenAISection().endpoint
+            return _openai_compatible(
+                name,
+                config.openai.api_key or "",
+                _required_model(name, model or config.openai.model),
+                None if endpoint.rstrip("/") == default_endpoint.rstrip("/") else endpoint,
+            )
+        case "gpustack":
+            gpu = config.gpu_stack
+            endpoint = gpustack_base_url(gpu.endpoint or "")
+            return _openai_compatible(name, gpu.api_key or "", _required_model(name, model or gpu.model), endpoint)
+        case "xai":
+            return _openai_compatible(
+                name, config.xai.api_key or "", _required_model(name, model or config.xai.model), config.xai.endpoint
+            )
+        case "ollama":
+            endpoint = ollama_base_url(config.ollama.endpoint)
+            return _openai_compatible(name, "ollama", _required_model(name, model or config.ollama.model), endpoint)
+        case "lmstudio":
+            studio = config.lmstudio
+            return _openai_compatible(name, "lm-studio", _required_model(name, model or studio.model), studio.endpoint)
+        case "azure":
+            azure = config.azureopenai
+            deployment = model or azure.deployment_name or ""
+            base = (azure.endpoint or "").rstrip("/") + "/openai/v1/"
+            return _openai_compatible(name, azure.api_key or "", deployment, base, {"api-key": azure.api_key or ""})
+        case "anthropic":
+            return _anthropic(config.anthropic.api_key or "", _required_model(name, model or config.anthropic.model))
+        case "google":
+            return _google(config.googleai.api_key or "", _required_model(name, model or config.googleai.model))
+        case "lmsupply":
+            return _local(config, model)
+        case "scripted":
+            return _scripted(model)
+    raise ConfigurationError(f"Provider '{name}' not found. Available: {', '.join(PROVIDERS)}")
+
+
+def gpustack_base_url(endpoint: str) -> str:
+    """GPUStack's OpenAI-compatible base: a trailing ``/v1-openai`` or ``/v1`` is stripped, then ``/v1-openai/``."""
+    base = endpoint.rstrip("/")
+    for suffix in ("/v1-openai", "/v1"):
+        base = base.removesuffix(suffix)
+    return base + "/v1-openai/"
+
+
+def ollama_base_url(endpoint: str) -> str:
+    """Ollama's OpenAI-compatible base URL, whether the configured endpoint ends in ``/v1`` or not."""
+    base = endpoint.rstrip("/")
+    return base if base.endswith("/v1") else base + "/v1"
+
+
+def _openai_compatible(
+    name: str, api_key: str, model: str, base_url: str | None, headers: dict[str, str] | None = None
+) -> ProviderChoice:
     def build() -> ChatClient:
         from ironhive.adapters.openai.client import OpenAIChatClient
 
-        return OpenAIChatClient(api_key=api_key, model=model, base_url=endpoint)
+        return OpenAIChatClient(
+            api_key=api_key, model=model, base_url=base_url, provider_name=name, default_headers=headers
+        )
 
-    return ProviderChoice(name="openai", model=model, build=build)
+    return ProviderChoice(name=name, model=model, build=build)
 
 
-def _local(model: str | None) -> ProviderChoice:
-    model_path = Path(model).expanduser() if model else None
+def _anthropic(api_key: str, model: str) -> ProviderChoice:
+    def build() -> ChatClient:
+        from ironhive.adapters.anthropic.client import AnthropicChatClient
+
+        return AnthropicChatClient(api_key=api_key, model=model)
+
+    return ProviderChoice(name="anthropic", model=model, build=build)
+
+
+def _google(api_key: str, model: str) -> ProviderChoice:
+    def build() -> ChatClient:
+        from ironhive.adapters.google.client import GoogleGenAIChatClient
+
+        return GoogleGenAIChatClient(api_key=api_key, model=model)
+
+    return ProviderChoice(name="google", model=model, build=build)
+
+
+def _local(config: IronHiveConfig, model: str | None) -> ProviderChoice:
+    section = config.lmsupply
+    configured_path = model or section.model_path
+    model_path = Path(configured_path).expanduser() if configured_path else None
 
     def build() -> ChatClient:
         from ironhive.adapters.llamacpp.client import LlamaCppChatClient
 
+        if section.max_context_length is not None:
+            return LlamaCppChatClient(model_path=model_path, n_ctx=section.max_context_length)
         return LlamaCppChatClient(model_path=model_path)
 
-    return ProviderChoice(name="local", model=model_path.stem if model_path else "SmolLM2-135M-Instruct", build=build)
+    return ProviderChoice(
+        name="lmsupply", model=model_path.stem if model_path else "SmolLM2-135M-Instruct", build=build
+    )
 
 
 def _scripted(model: str | None) -> ProviderChoice:

@@ -11,22 +11,24 @@ from pathlib import Path
 
 from ironhive.adapters.protocol.models import ServerEvent, SessionStartedEvent, UserMessageRequest
 from ironhive.adapters.server.events import to_server_events
-from ironhive.adapters.server.hitl_bridge import DEFAULT_TIMEOUT_SECONDS, HitlBridge
+from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.adapters.server.stdio_runner import AgentServerRunner
 from ironhive.adapters.server.turns import ProcessMessage
-from ironhive.agent_factory import AgentSettings, build_agent
+from ironhive.agent_factory import AgentSettings, build_agent, load_configuration
 from ironhive.domain.agent_loop import AgentLoop
-from ironhive.domain.errors import ConfigurationError
+from ironhive.domain.errors import IronHiveError
 from ironhive.domain.permissions.modes import Mode
+from ironhive.domain.turn import AgentChunk
 from ironhive.domain.turn_options import turn_override
 from ironhive.ports.chat import Preloadable
-from ironhive.providers import select_provider
+from ironhive.sessions import SessionBinding, SessionRequest
 
 
-def agent_processor(loop: AgentLoop) -> ProcessMessage:
+def agent_processor(loop: AgentLoop, binding: SessionBinding | None = None) -> ProcessMessage:
     """The processor of ``run --server``: validates the turn's options, runs the turn, maps its chunks to events.
 
-    ``user_message.model`` is not honoured here (only custom processors see it).
+    Each finished turn is recorded in the session when there is one. ``user_message.model`` is not honoured here
+    (only custom processors see it).
     """
     registered = tuple(tool.spec for tool in loop.tools)
 
@@ -42,7 +44,10 @@ def agent_processor(loop: AgentLoop) -> ProcessMessage:
                 temperature=wire.temperature,
                 max_output_tokens=wire.max_output_tokens,
             )
-        async for event in to_server_events(loop.run_streaming(message.content, options)):
+        chunks: AsyncIterator[AgentChunk] = loop.run_streaming(message.content, options)
+        if binding is not None:
+            chunks = binding.recording(message.content, chunks)
+        async for event in to_server_events(chunks):
             yield event
 
     return process
@@ -54,17 +59,23 @@ async def serve_stdio(
     provider: str | None,
     model: str | None,
     environ: Mapping[str, str],
-    approval_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    approval_timeout_seconds: float | None = None,
 ) -> None:
-    """Serve one session on stdin/stdout until shutdown or end of input."""
-    choice = select_provider(provider, model, environ)
-    bridge = HitlBridge(timeout_seconds=approval_timeout_seconds)
+    """Serve one session on stdin/stdout until shutdown or end of input (the session is persisted)."""
+    project = Path.cwd()
+    config = load_configuration(environ, project).config
+    bridge = HitlBridge(timeout_seconds=approval_timeout_seconds or float(config.approval.timeout_seconds))
     agent = await build_agent(
-        AgentSettings(provider=choice, working_directory=Path.cwd(), approval=bridge, initial_mode=Mode.IDLE)
+        AgentSettings.from_config(
+            config, provider=provider, model=model, working_directory=project, approval=bridge, initial_mode=Mode.IDLE
+        )
+    )
+    binding = await SessionBinding.open(
+        agent.loop, SessionRequest(session_id=session_id), model=agent.provider.model, project=project
     )
     if isinstance(agent.client, Preloadable):
         await agent.client.warm_up()  # a local model loads before any protocol line is written
-    runner = AgentServerRunner(agent_processor(agent.loop), hitl_bridge=bridge)
+    runner = AgentServerRunner(agent_processor(agent.loop, binding), hitl_bridge=bridge)
     await runner.write(SessionStartedEvent(session_id=session_id))
     await runner.run()
 
@@ -75,7 +86,7 @@ def run_server(
     provider: str | None,
     model: str | None,
     environ: Mapping[str, str],
-    approval_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    approval_timeout_seconds: float | None = None,
 ) -> int:
     """Run ``ironhive run --server``; returns the exit code (0 after shutdown or end of input)."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -89,8 +100,8 @@ def run_server(
                 approval_timeout_seconds=approval_timeout_seconds,
             )
         )
-    except ConfigurationError as error:
-        sys.stderr.write(f"Configuration Error: {error}\n")
+    except IronHiveError as error:
+        sys.stderr.write(f"Error: {error}\n")
         return 1
     except KeyboardInterrupt:
         return 130

@@ -50,11 +50,12 @@ class SessionInfo:
 class SessionStore(Protocol):
     """The stored conversations of one project, safe to share between processes."""
 
-    async def create(self, model: str) -> SessionInfo:
+    async def create(self, model: str, session_id: str | None = None) -> SessionInfo:
         """Start a new, empty session.
 
         Args:
             model: The model the session talks to (shown in listings).
+            session_id: The id to use (a server's ``--session-id``); a new sortable id when ``None``.
 
         Returns:
             The new session, status ``active``.

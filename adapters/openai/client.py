@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from types import TracebackType
 
 import openai
@@ -36,6 +36,7 @@ class OpenAIChatClient:
         use_max_tokens_field: Send the output limit as the legacy ``max_tokens`` instead of
             ``max_completion_tokens`` (for servers that know only the former).
         id_factory: Makes ids for tool calls that arrive without one.
+        default_headers: Headers sent with every request (e.g. Azure's ``api-key``).
 
     Raises:
         ConfigurationError: The model is empty, the timeout not positive, or the key missing for OpenAI itself.
@@ -51,6 +52,7 @@ class OpenAIChatClient:
         timeout: float = 600.0,
         use_max_tokens_field: bool = False,
         id_factory: Callable[[], str] | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
         if not model.strip():
             raise ConfigurationError(f"{provider_name}: a model name is required")
@@ -65,6 +67,7 @@ class OpenAIChatClient:
         self._timeout = timeout
         self._use_max_tokens_field = use_max_tokens_field
         self._id_factory = id_factory or _new_call_id
+        self._default_headers = dict(default_headers or {})
         self._sdk: openai.AsyncOpenAI | None = None
 
     @property
@@ -140,7 +143,11 @@ class OpenAIChatClient:
     def _client(self) -> openai.AsyncOpenAI:
         if self._sdk is None:
             self._sdk = openai.AsyncOpenAI(
-                api_key=self._api_key or _NO_KEY, base_url=self._base_url, timeout=self._timeout, max_retries=0
+                api_key=self._api_key or _NO_KEY,
+                base_url=self._base_url,
+                timeout=self._timeout,
+                max_retries=0,
+                default_headers=self._default_headers or None,
             )
         return self._sdk
 

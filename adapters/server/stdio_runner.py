@@ -144,8 +144,8 @@ class AgentServerRunner:
         """Write one event as a line and flush it.
 
         Lines from different tasks (a ``hitl_request`` comes from inside a tool call) never interleave, and need no
-        lock for it: the write and the flush are synchronous, so no other task runs between them. An uncontended
-        ``asyncio.Lock`` here cost about 7 % of the streaming throughput.
+        lock for it: the write and the flush are synchronous, so no other task runs between them. (An uncontended
+        ``asyncio.Lock`` here cost about 1.4 µs per event, some 7 % of a streamed text delta's cost.)
         """
         if self._output_closed:
             return

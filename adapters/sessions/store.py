@@ -153,13 +153,17 @@ class DiskCacheSessionStore:
         """The folder of this project's store."""
         return self._directory
 
-    async def create(self, model: str) -> SessionInfo:
-        """Start a new, empty session (status ``active``)."""
-        for _ in range(_ID_ATTEMPTS):
+    async def create(self, model: str, session_id: str | None = None) -> SessionInfo:
+        """Start a new, empty session (status ``active``), under ``session_id`` when given."""
+        for _ in range(1 if session_id else _ID_ATTEMPTS):
             now = self._now()
-            info = SessionInfo(id=self._new_session_id(now), status="active", model=model, created=now, updated=now)
+            info = SessionInfo(
+                id=session_id or self._new_session_id(now), status="active", model=model, created=now, updated=now
+            )
             if await self._run(partial(self._insert, info=info), if_missing=None):
                 return info
+        if session_id:
+            raise SessionDataError(f"A session with the id {session_id} already exists")
         raise SessionDataError(f"Could not find a free session id in {_ID_ATTEMPTS} attempts")
 
     async def append_turn(self, session_id: str, messages: Sequence[ChatMessage]) -> None:

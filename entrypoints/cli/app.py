@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from cyclopts import App, Parameter
 
 from ironhive import __version__
+from ironhive.cli.config_commands import register as register_config_commands
+from ironhive.cli.session_commands import register as register_session_commands
 
 app = App(
     name="ironhive",
@@ -34,8 +36,16 @@ def chat(
     show_thinking: Annotated[bool, Parameter(help="Show the model's thinking/reasoning.")] = False,
     plan: Annotated[bool, Parameter(help="Start in planning mode (read-only tools only).")] = False,
     dry_run: Annotated[bool, Parameter(help="Show what would be done without executing (planning mode).")] = False,
+    continue_: Annotated[
+        bool, Parameter(name=["-c", "--continue"], help="Continue the most recent session of this project.")
+    ] = False,
+    resume: Annotated[str | None, Parameter(name=["-r", "--resume"], help="Resume the session with this id.")] = None,
+    fork: Annotated[bool, Parameter(help="With -c/-r: continue in a copy of that session.")] = False,
 ) -> int:
     """Interactive mode on a terminal, or one prompt with -p (or piped on stdin)."""
+    from ironhive.sessions import SessionRequest
+
+    session = SessionRequest(continue_latest=continue_, resume=resume, fork=fork)
     from ironhive.cli.one_shot import OneShotRequest, run_one_shot
 
     if prompt is None and sys.stdin.isatty():
@@ -49,6 +59,7 @@ def chat(
                 show_thinking=show_thinking,
                 show_tokens=show_tokens,
                 planning=plan or dry_run,
+                session=session,
             ),
             environ=os.environ,
         )
@@ -69,6 +80,7 @@ def chat(
             show_thinking=show_thinking,
             planning=plan or dry_run,
             dry_run=dry_run,
+            session=session,
         ),
         environ=os.environ,
     )
@@ -89,14 +101,17 @@ def run(
     ] = False,
     session_id: Annotated[str | None, Parameter(help="Session id for server mode (default: a new id).")] = None,
     approval_timeout: Annotated[
-        float, Parameter(help="Server mode: seconds an approval request waits for its answer before it is rejected.")
-    ] = 300.0,
+        float | None,
+        Parameter(
+            help="Server mode: seconds an approval waits for its answer (default: approval.timeoutSeconds, 300)."
+        ),
+    ] = None,
 ) -> int:
     """Run a single prompt and exit, or serve the JSON Lines protocol with --server."""
     if server:
         from ironhive.server import run_server
 
-        if approval_timeout <= 0:
+        if approval_timeout is not None and approval_timeout <= 0:
             sys.stderr.write("Error: --approval-timeout must be positive.\n")
             return 1
         return run_server(
@@ -145,9 +160,5 @@ def run_app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-from ironhive.cli.session_commands import register as register_sessions
-
-register_sessions(app)  # noqa: E402,E702,I001
-from ironhive.cli.config_commands import register
-
-register(app)  # noqa: E402, E702
+for register in (register_config_commands, register_session_commands):
+    register(app)

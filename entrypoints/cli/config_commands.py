@@ -40,15 +40,18 @@ def set_command(
     value: Annotated[str, Parameter(name="VALUE", help="The value.", allow_leading_hyphen=True)],
 ) -> int:
     """Set a value in the global config file."""
-    from ironhive.adapters.config.writer import display_value, is_known_key, set_value
+    from ironhive.adapters.config.writer import display_value, is_known_key, set_value, value_problem
     from ironhive.domain.errors import ConfigurationError
 
     try:
         written_key, written = set_value(Path.home(), key, value)
     except ConfigurationError as error:
         return _fail(str(error))
+    problem = value_problem(written_key, written)
     if not is_known_key(written_key):
         sys.stderr.write(f"Warning: '{written_key}' is not a known config key; loading will ignore it.\n")
+    elif problem is not None:
+        sys.stderr.write(f"Warning: invalid value for '{written_key}' ({problem}); loading will ignore it.\n")
     sys.stdout.write(f"Set {written_key} = {display_value(written_key, written)}\n")
     return 0
 

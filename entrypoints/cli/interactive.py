@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ironhive import __version__
@@ -17,6 +17,7 @@ from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.turn import TurnCompleted
 from ironhive.ports.chat import Preloadable
+from ironhive.sessions import SessionBinding, SessionRequest, session_store
 
 EXIT_INTERRUPTED = 130
 
@@ -43,13 +44,24 @@ class InteractiveRequest:
     show_thinking: bool
     show_tokens: bool
     planning: bool
+    session: SessionRequest = field(default_factory=SessionRequest)
 
 
 class InteractiveSession:
     """One interactive session: reads prompts, runs turns, handles slash commands and Ctrl+C."""
 
-    def __init__(self, loop: AgentLoop, statistics: SessionStatistics, *, request: InteractiveRequest) -> None:
+    def __init__(
+        self,
+        loop: AgentLoop,
+        statistics: SessionStatistics,
+        *,
+        request: InteractiveRequest,
+        binding: SessionBinding,
+        project: Path,
+    ) -> None:
         self._agent = loop
+        self._binding = binding
+        self._project = project
         self._statistics = statistics
         self._request = request
         from rich.console import Console
@@ -74,6 +86,7 @@ class InteractiveSession:
                 break
             except KeyboardInterrupt:
                 if interrupted:
+                    event_loop.run_until_complete(self._binding.close("user_exit"))
                     self._print_statistics()
                     return EXIT_INTERRUPTED
                 interrupted = True
@@ -88,6 +101,7 @@ class InteractiveSession:
                 self._command(line, event_loop)
                 continue
             interrupted = event_loop.run_until_complete(self._turn(line))
+        event_loop.run_until_complete(self._binding.close("user_exit"))
         self._print_statistics()
         return 0
 
@@ -98,15 +112,29 @@ class InteractiveSession:
         elif name == "/model":
             self._console.print(MODEL_HELP, markup=False)
         elif name == "/clear":
-            self._agent.reset()
-            self._console.print("Started a new conversation.", style="dim")
+            self._binding = event_loop.run_until_complete(self._new_session())
+            self._console.print(f"Started a new conversation (session {self._binding.session_id}).", style="dim")
         elif name == "/sessions":
-            self._console.print(self._sessions_text(), markup=False)
+            self._console.print(event_loop.run_until_complete(self._sessions_text()), markup=False)
         else:
             self._console.print(f"Unknown command {name}. Type /help for the commands.", markup=False)
 
-    def _sessions_text(self) -> str:
-        return "Sessions are not persisted in this build."
+    async def _new_session(self) -> SessionBinding:
+        await self._binding.close("user_exit")
+        return await SessionBinding.open(
+            self._agent, SessionRequest(), model=self._statistics.model, project=self._project
+        )
+
+    async def _sessions_text(self) -> str:
+        sessions = await session_store(self._project).list(limit=10)
+        if not sessions:
+            return "No sessions yet."
+        lines = [f"{'ID':<22} {'STATUS':<8} {'MESSAGES':>8}  FIRST MESSAGE"]
+        for info in sessions:
+            marker = "*" if info.id == self._binding.session_id else " "
+            first = (info.first_message or "").replace("\n", " ")[:50]
+            lines.append(f"{info.id:<21}{marker} {info.status:<8} {info.message_count:>8}  {first}")
+        return "\n".join([*lines, "Resume one later with: ironhive -r <id>"])
 
     async def _turn(self, prompt: str) -> bool:
         """Run one turn; returns True when Ctrl+C interrupted it."""
@@ -117,7 +145,7 @@ class InteractiveSession:
         loop.add_signal_handler(signal.SIGINT, task.cancel)
         renderer.start(None)
         try:
-            async with aclosing(self._agent.run_streaming(prompt)) as chunks:
+            async with aclosing(self._binding.recording(prompt, self._agent.run_streaming(prompt))) as chunks:
                 async for chunk in chunks:
                     if isinstance(chunk, TurnCompleted):
                         renderer.finish(chunk.turn, None)
@@ -156,23 +184,24 @@ class InteractiveSession:
 def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) -> int:
     """Start the interactive mode; returns the exit code."""
     from ironhive.adapters.console_approval import ConsoleApprovalService
-    from ironhive.agent_factory import AgentSettings, build_agent
+    from ironhive.agent_factory import AgentSettings, build_agent, load_configuration
     from ironhive.domain.permissions.modes import Mode
-    from ironhive.providers import select_provider
 
+    project = Path.cwd()
     event_loop = asyncio.new_event_loop()
     try:
         try:
-            choice = select_provider(request.provider, request.model, environ)
-            agent = event_loop.run_until_complete(
-                build_agent(
-                    AgentSettings(
-                        provider=choice,
-                        working_directory=Path.cwd(),
-                        approval=ConsoleApprovalService(),
-                        initial_mode=Mode.PLANNING if request.planning else Mode.WORKING,
-                    )
-                )
+            settings = AgentSettings.from_config(
+                load_configuration(environ, project).config,
+                provider=request.provider,
+                model=request.model,
+                working_directory=project,
+                approval=ConsoleApprovalService(),
+                initial_mode=Mode.PLANNING if request.planning else Mode.WORKING,
+            )
+            agent = event_loop.run_until_complete(build_agent(settings))
+            binding = event_loop.run_until_complete(
+                SessionBinding.open(agent.loop, request.session, model=agent.provider.model, project=project)
             )
         except IronHiveError as error:
             sys.stderr.write(f"Configuration Error: {error}\n")
@@ -180,14 +209,18 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
         if isinstance(agent.client, Preloadable):
             from rich.console import Console
 
-            with Console(stderr=True).status(f"Loading the local model {choice.model}…"):
+            with Console(stderr=True).status(f"Loading the local model {agent.provider.model}…"):
                 event_loop.run_until_complete(agent.client.warm_up())
-        statistics = SessionStatistics(model=choice.model, local=choice.name == "local")
+        choice = agent.provider
+        statistics = SessionStatistics(model=choice.model, local=choice.name == "lmsupply")
         mode = " (planning mode: read-only tools)" if request.planning else ""
+        restored = len(agent.loop.history)
+        resumed = f"\nResumed session {binding.session_id} ({restored} messages)." if restored else ""
         banner = (
-            f"ironhive {__version__} — {choice.name} / {choice.model}{mode}\n"
+            f"ironhive {__version__} — {choice.name} / {choice.model}{mode} — session {binding.session_id}{resumed}\n"
             "Type a request, /help for commands, exit to leave."
         )
-        return InteractiveSession(agent.loop, statistics, request=request).run(event_loop, banner)
+        session = InteractiveSession(agent.loop, statistics, request=request, binding=binding, project=project)
+        return session.run(event_loop, banner)
     finally:
         event_loop.close()

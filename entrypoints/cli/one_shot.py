@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
 from collections.abc import Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +24,11 @@ from ironhive.cli.render import (
 )
 from ironhive.domain.errors import ConfigurationError, IronHiveError
 from ironhive.domain.turn import TurnCompleted
+from ironhive.sessions import SessionRequest
 
 if TYPE_CHECKING:
     from ironhive.domain.permissions.modes import Mode
+    from ironhive.sessions import SessionBinding
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -49,6 +52,7 @@ class OneShotRequest:
     planning: bool
     dry_run: bool
     idle_mode: bool = False
+    session: SessionRequest = field(default_factory=SessionRequest)
 
 
 def make_renderer(request: OneShotRequest) -> Renderer:
@@ -71,56 +75,77 @@ def run_one_shot(request: OneShotRequest, *, environ: Mapping[str, str]) -> int:
 
 async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[str, str]) -> int:
     from ironhive.adapters.console_approval import ConsoleApprovalService
-    from ironhive.agent_factory import AgentSettings, build_agent
-    from ironhive.providers import select_provider
+    from ironhive.agent_factory import AgentSettings, build_agent, load_configuration
+    from ironhive.sessions import SessionBinding
 
     task = asyncio.current_task()
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, task.cancel)
-    renderer.start(None)
+    started = False
+    binding: SessionBinding | None = None
     try:
-        choice = select_provider(request.provider, request.model, environ)
-        agent = (
-            await build_agent(
-                AgentSettings(
-                    provider=choice,
-                    working_directory=Path.cwd(),
-                    approval=ConsoleApprovalService(),
-                    initial_mode=_initial_mode(request),
-                )
-            )
-        ).loop
+        project = Path.cwd()
+        settings = AgentSettings.from_config(
+            load_configuration(environ, project).config,
+            provider=request.provider,
+            model=request.model,
+            working_directory=project,
+            approval=ConsoleApprovalService(),
+            initial_mode=_initial_mode(request),
+        )
+        agent = await build_agent(settings)
+        binding = await SessionBinding.open(agent.loop, request.session, model=agent.provider.model, project=project)
+        renderer.start(binding.session_id)
+        started = True
         if request.dry_run:
             sys.stderr.write("Dry run: planning mode, read-only tools only; nothing will be changed.\n")
         if request.stream:
-            async with aclosing(agent.run_streaming(request.prompt)) as chunks:
+            async with aclosing(agent.loop.run_streaming(request.prompt)) as chunks:
                 async for chunk in chunks:
                     if isinstance(chunk, TurnCompleted):
                         turn = chunk.turn
                     else:
                         renderer.chunk(chunk)
         else:
-            turn = await agent.run(request.prompt)
+            turn = await agent.loop.run(request.prompt)
             for chunk in replay(turn):
                 renderer.chunk(chunk)
+        await binding.record(request.prompt, turn)
     except asyncio.CancelledError:
-        renderer.fail(CANCELLED, EXIT_CANCELLED)
-        return EXIT_CANCELLED
+        return await _end(renderer, binding, started, CANCELLED, CANCELLED, EXIT_CANCELLED)
     except ConfigurationError as error:
-        _fail(renderer, request, f"Configuration Error: {error}", str(error))
-        return EXIT_ERROR
+        return await _end(renderer, binding, started, f"Configuration Error: {error}", str(error), EXIT_ERROR, request)
     except IronHiveError as error:
-        _fail(renderer, request, str(error), str(error))
-        return EXIT_ERROR
+        return await _end(renderer, binding, started, str(error), str(error), EXIT_ERROR, request)
     except Exception as error:  # the last line of defence: a clear message, never a traceback on stdout
         log.debug("unhandled error", exc_info=True)
         message = f"{type(error).__name__}: {error}"
-        _fail(renderer, request, message, message)
-        return EXIT_ERROR
+        return await _end(renderer, binding, started, message, message, EXIT_ERROR, request)
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-    renderer.finish(turn, None)
+    await binding.close("completed")
+    renderer.finish(turn, binding.session_id)
     return EXIT_OK
+
+
+async def _end(
+    renderer: Renderer,
+    binding: SessionBinding | None,
+    started: bool,
+    text_message: str,
+    machine_message: str,
+    code: int,
+    request: OneShotRequest | None = None,
+) -> int:
+    """Report a failed or cancelled run (``start`` first when nothing was written yet) and end its session."""
+    if not started:
+        renderer.start(None)
+    message = text_message if request is None or request.output == "text" else machine_message
+    renderer.fail(message, code)
+    if binding is not None:
+        with contextlib.suppress(IronHiveError, OSError):
+            await binding.close("user_exit" if code == EXIT_CANCELLED else "error")
+    return code
 
 
 def _initial_mode(request: OneShotRequest) -> Mode:
@@ -129,7 +154,3 @@ def _initial_mode(request: OneShotRequest) -> Mode:
     if request.idle_mode:
         return Mode.IDLE
     return Mode.PLANNING if request.planning else Mode.WORKING
-
-
-def _fail(renderer: Renderer, request: OneShotRequest, text_message: str, machine_message: str) -> None:
-    renderer.fail(text_message if request.output == "text" else machine_message, EXIT_ERROR)

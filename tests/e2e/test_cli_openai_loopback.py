@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.support.cli import run_ironhive
@@ -26,8 +27,8 @@ def test_streamed_answer_with_a_tool_round(tmp_path: Path) -> None:
         requests = server.requests
     assert completed.returncode == 0, completed.stderr
     lines = [json.loads(line) for line in completed.stdout.splitlines()]
-    assert lines[0] == {"type": "start"}
-    assert lines[-1] == {"type": "done"}
+    assert lines[0]["type"] == "start" and re.fullmatch(r"[0-9a-f]+-[0-9a-f]{8}", lines[0]["sessionId"])
+    assert lines[-1] == {"type": "done", "sessionId": lines[0]["sessionId"]}
     assert {"type": "tool_call", "id": "call_abc", "name": "read_file", "arguments": '{"path": "README.md"}'} in lines
     result = next(line for line in lines if line["type"] == "tool_result")
     assert result == {

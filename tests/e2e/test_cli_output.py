@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,26 @@ TOOL_ROUND = {
         {"deltas": ["There is ", "one file."], "usage": {"input_tokens": 150, "output_tokens": 6}},
     ]
 }
-PROVIDER_ERROR = {"steps": [{"error": {"message": "The model is overloaded.", "status": 503, "retryable": True}}]}
+PROVIDER_ERROR = {
+    "steps": [{"error": {"message": "The model is overloaded.", "status": 503, "retryable": True}}],
+    "repeat_last": True,
+}
+SESSION_ID = re.compile(r'"sessionId":"[0-9a-f]+-[0-9a-f]{8}"')
 THINKING = {
     "steps": [{"thinking": "The user greets me.", "text": "Hi!", "usage": {"input_tokens": 3, "output_tokens": 1}}]
 }
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(tmp_path: Path) -> None:
+    """Retries of transient errors without waiting (the global config of the test's HOME)."""
+    (tmp_path / ".ironhive").mkdir()
+    (tmp_path / ".ironhive" / "config.yaml").write_text("providers:\n  initialBackoffSeconds: 0\n")
+
+
+def normalized(stdout: str) -> str:
+    """The output with the (time-based, random) session id replaced by a placeholder."""
+    return SESSION_ID.sub('"sessionId":"<session>"', stdout)
 
 
 @pytest.fixture
@@ -54,7 +71,7 @@ def test_machine_output_lines(
 ) -> None:
     completed = run_script(tmp_path, workspace, script, "--output", output)
     assert completed.returncode == (1 if script is PROVIDER_ERROR else 0), completed.stderr
-    assert completed.stdout == snapshot
+    assert normalized(completed.stdout) == snapshot
     for line in completed.stdout.splitlines():
         json.loads(line)  # every line is one JSON object
 
@@ -69,7 +86,7 @@ def test_thinking_appears_only_with_show_thinking(tmp_path: Path, workspace: Pat
 
 def test_jsonl_thinking_line(tmp_path: Path, workspace: Path, snapshot: SnapshotAssertion) -> None:
     completed = run_script(tmp_path, workspace, THINKING, "--output", "jsonl", "--show-thinking")
-    assert completed.stdout == snapshot
+    assert normalized(completed.stdout) == snapshot
 
 
 def test_text_output_streams_tool_lines_and_tokens(tmp_path: Path, workspace: Path) -> None:
@@ -90,14 +107,20 @@ def test_error_goes_to_stderr_in_text_mode(tmp_path: Path, workspace: Path) -> N
     completed = run_script(tmp_path, workspace, PROVIDER_ERROR, "--plain")
     assert completed.returncode == 1
     assert completed.stdout == ""
-    assert completed.stderr == "Error: The model is overloaded.\n"
+    assert completed.stderr.splitlines() == [
+        "[retry] The model is overloaded. — retrying in 0s",
+        "[retry] The model is overloaded. — retrying in 0s",
+        "[exhausted] every provider failed; the last error: The model is overloaded.",
+        "Error: The model is overloaded.",
+    ]
 
 
 def test_unknown_provider_is_a_configuration_error(tmp_path: Path, workspace: Path) -> None:
     completed = run_ironhive("--provider", "nope", "-p", "hi", "-o", "json", cwd=workspace, home=tmp_path)
     assert completed.returncode == 1
     assert json.loads(completed.stdout) == {
-        "error": "Provider 'nope' not found. Available: openai, local, scripted",
+        "error": "Provider 'nope' not found. Available: gpustack, openai, anthropic, google, xai, ollama, lmstudio, "
+        "azure, lmsupply, scripted",
         "code": 1,
     }
 

@@ -25,7 +25,17 @@ def run_calls(tmp_path: Path, work: Path, *calls: tuple[str, dict[str, object]],
     script = tmp_path / "script.json"
     script.write_text(json.dumps(script_with_calls(*calls)))
     completed = run_ironhive(
-        "--provider", "scripted", "-m", str(script), "-p", "do it", "-o", "jsonl", *flags, cwd=work, home=tmp_path
+        "--provider",
+        "scripted",
+        "-m",
+        str(script),
+        "-p",
+        "do it",
+        "-o",
+        "jsonl",
+        *flags,
+        cwd=work,
+        home=tmp_path / "home",
     )
     assert completed.returncode == 0, completed.stderr
     lines = [json.loads(line) for line in completed.stdout.splitlines()]
@@ -140,7 +150,10 @@ def snapshot_tree(root: Path) -> dict[str, bytes]:
     return {
         str(path.relative_to(root.parent)): path.read_bytes()
         for path in sorted(root.parent.rglob("*"))
-        if path.is_file() and not path.is_symlink() and path.name != "script.json"
+        if path.is_file()
+        and not path.is_symlink()
+        and path.name != "script.json"
+        and path.relative_to(root.parent).parts[0] != "home"  # ironhive's own sessions and logs
     }
 
 

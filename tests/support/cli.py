@@ -8,18 +8,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-PROVIDER_VARIABLES = (
-    "OPENAI_API_KEY",
-    "OPENAI_MODEL",
-    "OPENAI_ENDPOINT",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_MODEL",
-    "GOOGLEAI_API_KEY",
-    "GOOGLE_API_KEY",
-    "XAI_API_KEY",
-    "GPUSTACK_API_KEY",
-    "LMSUPPLY_ENABLED",
-)
+from ironhive.adapters.config.environment import ENVIRONMENT_VARIABLES
+
+PROVIDER_VARIABLES = (*ENVIRONMENT_VARIABLES, "GOOGLE_API_KEY", "HF_ENDPOINT", "HF_HUB_OFFLINE")
+"""Every variable the configuration reads, so a developer's own settings never leak into a test run."""
 
 
 def ironhive_executable() -> str:

@@ -1,0 +1,1 @@
+"""Layered configuration: config.yaml files, environment variables and .env, validated with pydantic."""

@@ -1,0 +1,129 @@
+"""Where the configuration files live, and reading and atomically writing them (owner-only permissions)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ironhive.domain.errors import ConfigurationError
+
+CONFIG_DIRECTORY = ".ironhive"
+CONFIG_FILE = "config.yaml"
+LEGACY_FILE = "settings.json"
+DOTENV_FILE = ".env"
+
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
+
+
+def global_config_path(home: Path) -> Path:
+    """``<home>/.ironhive/config.yaml``: the file ``set``/``get``/``unset`` work on."""
+    return home / CONFIG_DIRECTORY / CONFIG_FILE
+
+
+def project_config_path(project: Path) -> Path:
+    """``<project>/.ironhive/config.yaml``."""
+    return project / CONFIG_DIRECTORY / CONFIG_FILE
+
+
+def legacy_settings_path(home: Path) -> Path:
+    """``<home>/.ironhive/settings.json``: the settings file of earlier versions."""
+    return home / CONFIG_DIRECTORY / LEGACY_FILE
+
+
+def dotenv_path(project: Path) -> Path:
+    """``<project>/.env``."""
+    return project / DOTENV_FILE
+
+
+class YamlSyntaxError(ConfigurationError):
+    """A YAML file does not parse.
+
+    Attributes:
+        path: The file.
+        line: The 1-based line of the problem, when known.
+        problem: What is wrong.
+    """
+
+    def __init__(self, path: Path, line: int | None, problem: str) -> None:
+        where = f" (line {line})" if line is not None else ""
+        super().__init__(f"Malformed YAML in {path}{where}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+
+def read_yaml_mapping(path: Path) -> dict[str, Any] | None:
+    """Read a YAML file whose top level is a mapping.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The mapping (an empty file gives ``{}``), or ``None`` when the file does not exist.
+
+    Raises:
+        YamlSyntaxError: The file does not parse.
+        ConfigurationError: The file cannot be read or its top level is not a mapping.
+    """
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(f"Cannot read {path}: {error}") from error
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or str(error)
+        raise YamlSyntaxError(path, line, str(problem)) from error
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigurationError(
+            f"{path} must hold a mapping of sections at the top level, not {type(document).__name__}"
+        )
+    return document
+
+
+def write_yaml_atomically(path: Path, document: Mapping[str, Any]) -> None:
+    """Write ``document`` as YAML to ``path`` through a temporary file and ``os.replace``.
+
+    The file gets mode 0600 (it may hold API keys); a directory created for it gets 0700. Comments and ordering of a
+    previous version of the file are not preserved.
+
+    Args:
+        path: The target file.
+        document: The mapping to write.
+
+    Raises:
+        ConfigurationError: The file cannot be written.
+    """
+    text = yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, default_flow_style=False)
+    directory = path.parent
+    try:
+        if not directory.exists():
+            directory.mkdir(mode=DIRECTORY_MODE, parents=True)
+            directory.chmod(DIRECTORY_MODE)  # mkdir's mode is filtered by the umask
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as error:
+        raise ConfigurationError(f"Cannot write {path}: {error}") from error
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, FILE_MODE)
+        os.replace(temporary, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise ConfigurationError(f"Cannot write {path}: {error}") from error
