@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ironhive.adapters.config.loader import LoadedConfig, load_config
 from ironhive.adapters.config.schema import IronHiveConfig
+from ironhive.adapters.mcp.trust import TrustDecider
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.loader import load_permission_policy
 from ironhive.adapters.tools.provider import BuiltInToolProvider
@@ -35,6 +37,7 @@ from ironhive.domain.permissions.policy import ToolCallPolicy
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
 from ironhive.ports.approval import ApprovalService
 from ironhive.ports.chat import ChatClient, ChatMessage, ChatOptions
+from ironhive.ports.tools import Tool
 from ironhive.providers import ProviderChoice, provider_chain, select_provider
 
 CLI_OPTIONS = ChatOptions(temperature=0.7, max_output_tokens=4096)
@@ -118,8 +121,25 @@ class Agent:
     provider: ProviderChoice
 
 
-async def build_agent(settings: AgentSettings) -> Agent:
-    """The agent of a CLI run or server session.
+@asynccontextmanager
+async def open_agent(settings: AgentSettings, *, trust: TrustDecider | None = None) -> AsyncIterator[Agent]:
+    """The agent of a CLI run or server session, with its MCP plugin servers running while the block runs.
+
+    Args:
+        settings: How to build it.
+        trust: Asked whether an untrusted project plugin file may start its processes (denied when ``None``).
+
+    Raises:
+        ConfigurationError: A permission file, plugin file or section is broken, or a provider cannot be built.
+    """
+    from ironhive.adapters.mcp.provider import McpToolProvider
+
+    async with McpToolProvider.from_config(settings.working_directory.resolve(), trust=trust) as plugins:
+        yield await build_agent(settings, extra_tools=await plugins.get_tools())
+
+
+async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()) -> Agent:
+    """The agent of a CLI run or server session (without plugin servers; see ``open_agent``).
 
     Raises:
         ConfigurationError: A permission file or section is broken, or a provider cannot be built.
@@ -173,7 +193,7 @@ async def build_agent(settings: AgentSettings) -> Agent:
         # original's 80 % it would refuse requests that compaction (which starts later on large windows) allows.
         chat_client=TokenBudgetChatClient(chain, window=window, threshold=1.0, counter=counter),
         context=context,
-        tools=await BuiltInToolProvider(root).get_tools(),
+        tools=[*await BuiltInToolProvider(root).get_tools(), *extra_tools],
         system_prompt=DEFAULT_SYSTEM_PROMPT,
         options=CLI_OPTIONS,
         behavior=settings.behavior,

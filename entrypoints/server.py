@@ -14,7 +14,7 @@ from ironhive.adapters.server.events import to_server_events
 from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.adapters.server.stdio_runner import AgentServerRunner
 from ironhive.adapters.server.turns import ProcessMessage
-from ironhive.agent_factory import AgentSettings, build_agent, load_configuration
+from ironhive.agent_factory import AgentSettings, load_configuration, open_agent
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.permissions.modes import Mode
@@ -65,19 +65,20 @@ async def serve_stdio(
     project = Path.cwd()
     config = load_configuration(environ, project).config
     bridge = HitlBridge(timeout_seconds=approval_timeout_seconds or float(config.approval.timeout_seconds))
-    agent = await build_agent(
-        AgentSettings.from_config(
-            config, provider=provider, model=model, working_directory=project, approval=bridge, initial_mode=Mode.IDLE
+    settings = AgentSettings.from_config(
+        config, provider=provider, model=model, working_directory=project, approval=bridge, initial_mode=Mode.IDLE
+    )
+    # Untrusted project plugin files are not started here: nobody can be asked before the client attaches
+    # (`ironhive mcp trust` trusts one ahead of time).
+    async with open_agent(settings) as agent:
+        binding = await SessionBinding.open(
+            agent.loop, SessionRequest(session_id=session_id), model=agent.provider.model, project=project
         )
-    )
-    binding = await SessionBinding.open(
-        agent.loop, SessionRequest(session_id=session_id), model=agent.provider.model, project=project
-    )
-    if isinstance(agent.client, Preloadable):
-        await agent.client.warm_up()  # a local model loads before any protocol line is written
-    runner = AgentServerRunner(agent_processor(agent.loop, binding), hitl_bridge=bridge)
-    await runner.write(SessionStartedEvent(session_id=session_id))
-    await runner.run()
+        if isinstance(agent.client, Preloadable):
+            await agent.client.warm_up()  # a local model loads before any protocol line is written
+        runner = AgentServerRunner(agent_processor(agent.loop, binding), hitl_bridge=bridge)
+        await runner.write(SessionStartedEvent(session_id=session_id))
+        await runner.run()
 
 
 def run_server(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ironhive import __version__
 from ironhive.cli.render import Renderer, TextRenderer
@@ -16,6 +17,9 @@ from ironhive.cli.statistics import SessionStatistics
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.turn import TurnCompleted
+
+if TYPE_CHECKING:
+    from ironhive.agent_factory import Agent, AgentSettings
 from ironhive.ports.chat import Preloadable
 from ironhive.sessions import SessionBinding, SessionRequest, session_store
 
@@ -184,7 +188,7 @@ class InteractiveSession:
 def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) -> int:
     """Start the interactive mode; returns the exit code."""
     from ironhive.adapters.console_approval import ConsoleApprovalService
-    from ironhive.agent_factory import AgentSettings, build_agent, load_configuration
+    from ironhive.agent_factory import AgentSettings, load_configuration
     from ironhive.domain.permissions.modes import Mode
 
     project = Path.cwd()
@@ -199,7 +203,7 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
                 approval=ConsoleApprovalService(),
                 initial_mode=Mode.PLANNING if request.planning else Mode.WORKING,
             )
-            agent = event_loop.run_until_complete(build_agent(settings))
+            agent, release = hold_agent(event_loop, settings)
             binding = event_loop.run_until_complete(
                 SessionBinding.open(agent.loop, request.session, model=agent.provider.model, project=project)
             )
@@ -221,6 +225,40 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
             "Type a request, /help for commands, exit to leave."
         )
         session = InteractiveSession(agent.loop, statistics, request=request, binding=binding, project=project)
-        return session.run(event_loop, banner)
+        try:
+            return session.run(event_loop, banner)
+        finally:
+            release()
     finally:
         event_loop.close()
+
+
+def hold_agent(event_loop: asyncio.AbstractEventLoop, settings: AgentSettings) -> tuple[Agent, Callable[[], None]]:
+    """Open the agent in a task that holds its plugin servers across the prompt loop; returns it and its release.
+
+    The servers' connections must be opened and closed by one task, while the prompt loop runs the event loop once
+    per turn; so one long-lived task keeps them until ``release`` is called.
+    """
+    from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
+    from ironhive.agent_factory import open_agent
+
+    opened: asyncio.Future[Agent] = event_loop.create_future()
+    done = asyncio.Event()
+
+    async def hold() -> None:
+        async with open_agent(settings, trust=ConsoleTrustDecider()) as agent:
+            opened.set_result(agent)
+            await done.wait()
+
+    holder = event_loop.create_task(hold())
+    waiting: list[asyncio.Future[Any]] = [opened, holder]
+    event_loop.run_until_complete(asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED))
+    if not opened.done():
+        holder.result()  # raises what went wrong
+        raise RuntimeError("the agent could not be opened")
+
+    def release() -> None:
+        done.set()
+        event_loop.run_until_complete(holder)
+
+    return opened.result(), release

@@ -75,7 +75,8 @@ def run_one_shot(request: OneShotRequest, *, environ: Mapping[str, str]) -> int:
 
 async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[str, str]) -> int:
     from ironhive.adapters.console_approval import ConsoleApprovalService
-    from ironhive.agent_factory import AgentSettings, build_agent, load_configuration
+    from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
+    from ironhive.agent_factory import AgentSettings, load_configuration, open_agent
     from ironhive.sessions import SessionBinding
 
     task = asyncio.current_task()
@@ -83,6 +84,7 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, task.cancel)
     started = False
     binding: SessionBinding | None = None
+    stack = contextlib.AsyncExitStack()
     try:
         project = Path.cwd()
         settings = AgentSettings.from_config(
@@ -93,7 +95,7 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
             approval=ConsoleApprovalService(),
             initial_mode=_initial_mode(request),
         )
-        agent = await build_agent(settings)
+        agent = await stack.enter_async_context(open_agent(settings, trust=ConsoleTrustDecider()))
         binding = await SessionBinding.open(agent.loop, request.session, model=agent.provider.model, project=project)
         renderer.start(binding.session_id)
         started = True
@@ -123,6 +125,7 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
         return await _end(renderer, binding, started, message, message, EXIT_ERROR, request)
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        await stack.aclose()
     await binding.close("completed")
     renderer.finish(turn, binding.session_id)
     return EXIT_OK

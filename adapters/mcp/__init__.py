@@ -1,0 +1,1 @@
+"""The MCP client: plugin files, their trust, and MCP servers' tools as ironhive tools."""
