@@ -101,6 +101,12 @@ def run(
         bool, Parameter(help="Server mode: the turn-stream protocol as JSON Lines on stdin/stdout.")
     ] = False,
     session_id: Annotated[str | None, Parameter(help="Session id for server mode (default: a new id).")] = None,
+    auto_commit: Annotated[
+        bool, Parameter(help="Commit the files the run's tools wrote, edited or deleted (nothing else).")
+    ] = False,
+    commit_message: Annotated[
+        str | None, Parameter(help="Message of the --auto-commit commit (default: 'ironhive: <prompt>').")
+    ] = None,
     approval_timeout: Annotated[
         float | None,
         Parameter(
@@ -133,7 +139,7 @@ def run(
             prompt=text,
             model=model,
             provider=provider,
-            output="run-json" if json else "text",
+            output="run-json" if json else "run-text",
             plain=True,
             stream=False,
             show_tokens=show_tokens,
@@ -141,6 +147,8 @@ def run(
             planning=False,
             dry_run=False,
             idle_mode=True,
+            auto_commit=auto_commit,
+            commit_message=commit_message,
         ),
         environ=os.environ,
     )

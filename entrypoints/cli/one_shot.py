@@ -23,7 +23,7 @@ from ironhive.cli.render import (
     replay,
 )
 from ironhive.domain.errors import ConfigurationError, IronHiveError
-from ironhive.domain.turn import TurnCompleted
+from ironhive.domain.turn import TurnCompleted, TurnRecord
 from ironhive.sessions import SessionRequest
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ class OneShotRequest:
     planning: bool
     dry_run: bool
     idle_mode: bool = False
+    auto_commit: bool = False
+    commit_message: str | None = None
     session: SessionRequest = field(default_factory=SessionRequest)
 
 
@@ -63,6 +65,10 @@ def make_renderer(request: OneShotRequest) -> Renderer:
         return JsonlRenderer(show_thinking=request.show_thinking)
     if request.output == "run-json":
         return RunJsonRenderer()
+    if request.output == "run-text":  # ``ironhive run``: the answer only
+        return TextRenderer(
+            show_thinking=request.show_thinking, show_tokens=request.show_tokens, plain=True, show_tools=False
+        )
     return TextRenderer(show_thinking=request.show_thinking, show_tokens=request.show_tokens, plain=request.plain)
 
 
@@ -85,8 +91,9 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
     started = False
     binding: SessionBinding | None = None
     stack = contextlib.AsyncExitStack()
+    project = Path.cwd()
+    was_repository = (project / ".git").exists()  # auto-commit only in a directory that was a repository at start
     try:
-        project = Path.cwd()
         settings = AgentSettings.from_config(
             load_configuration(environ, project).config,
             provider=request.provider,
@@ -128,7 +135,21 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
         await stack.aclose()
     await binding.close("completed")
     renderer.finish(turn, binding.session_id)
+    if request.auto_commit:
+        _auto_commit(request, turn, project, was_repository)
     return EXIT_OK
+
+
+def _auto_commit(request: OneShotRequest, turn: TurnRecord, project: Path, was_repository: bool) -> None:
+    """Commit what the run's tools changed; git's outcome is reported on stderr and never changes the exit code."""
+    from ironhive.cli.auto_commit import auto_commit, changed_paths, default_message
+
+    if not was_repository:
+        lines = ["Auto-commit skipped: Not a Git repository"]
+    else:
+        message = request.commit_message or default_message(request.prompt)
+        lines = auto_commit(project, changed_paths(turn.tool_calls, project), message)
+    sys.stderr.write("".join(f"{line}\n" for line in lines))
 
 
 async def _end(

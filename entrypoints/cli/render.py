@@ -243,9 +243,11 @@ class TextRenderer:
         show_thinking: bool,
         show_tokens: bool,
         plain: bool,
+        show_tools: bool = True,
         out: TextIO | None = None,
         err: TextIO | None = None,
     ) -> None:
+        self._show_tools = show_tools
         self._show_thinking = show_thinking
         self._show_tokens = show_tokens
         self._out = out or sys.stdout
@@ -282,10 +284,10 @@ class TextRenderer:
                     self._line("Response:")
                     self._thinking_open = False
                 self._write(text)
-            case ToolCallChunk(call=call):
+            case ToolCallChunk(call=call) if self._show_tools:
                 arrow = "->" if self._plain else "→"
                 self._line(f"{arrow} Calling tool: {call.name}")
-            case ToolResultChunk(record=record) if record.success is False:
+            case ToolResultChunk(record=record) if record.success is False and self._show_tools:
                 first_line = record.result.strip().splitlines()[0] if record.result.strip() else "failed"
                 self._line(f"  {record.name} failed: {first_line[:200]}", style="33")
             case AddendumChunk(text=text):
