@@ -74,13 +74,15 @@ def measure() -> dict[str, float]:
 
 
 def report(figures: dict[str, float]) -> str:
+    def line(label: str, key: str) -> str:
+        sdk, adapter = figures[f"sdk {key}"], figures[f"adapter {key}"]
+        return f"{label}: sdk {sdk * 1000:.2f} ms, adapter {adapter * 1000:.2f} ms (ratio {adapter / sdk:.2f})"
+
     return "\n".join(
         [
             f"adapter latency on a loopback OpenAI server (median of {RUNS} streamed calls, 50 deltas each)",
-            f"time to first token: sdk {figures['sdk ttft'] * 1000:.2f} ms, adapter {figures['adapter ttft'] * 1000:.2f} ms"
-            f" (ratio {figures['adapter ttft'] / figures['sdk ttft']:.2f})",
-            f"total: sdk {figures['sdk total'] * 1000:.2f} ms, adapter {figures['adapter total'] * 1000:.2f} ms"
-            f" (ratio {figures['adapter total'] / figures['sdk total']:.2f})",
+            line("time to first token", "ttft"),
+            line("total", "total"),
         ]
     )
 
