@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from email.utils import parsedate_to_datetime
 
 import aiohttp
 from google.genai import errors as genai_errors
 
+from ironhive.adapters.retry_after import parse_retry_after
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (
@@ -100,10 +99,8 @@ def retry_after_seconds(exc: BaseException) -> float | None:
         current = current.__cause__
     if current is None:
         return None
-    header = _header(getattr(current.response, "headers", None), "retry-after")
-    if header is not None and (seconds := _header_seconds(header)) is not None:
-        return seconds
-    return _retry_delay(current.details)
+    header = parse_retry_after(_header(getattr(current.response, "headers", None), "retry-after"))
+    return header if header is not None else _retry_delay(current.details)
 
 
 def _header(headers: object, name: str) -> str | None:
@@ -114,16 +111,6 @@ def _header(headers: object, name: str) -> str | None:
         if isinstance(key, str) and key.lower() == name and isinstance(value, str):
             return value
     return None
-
-
-def _header_seconds(raw: str) -> float | None:
-    if (seconds := _seconds(raw)) is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _retry_delay(body: object) -> float | None:

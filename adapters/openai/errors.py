@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping, Sequence
-from email.utils import parsedate_to_datetime
 
 import openai
 
+from ironhive.adapters.retry_after import retry_after_from_headers
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
 _MAX_MESSAGE = 500
@@ -80,30 +79,7 @@ def retry_after_seconds(exc: BaseException) -> float | None:
         current = current.__cause__
     if current is None:
         return None
-    headers = current.response.headers
-    # OpenAI also sends the non-standard retry-after-ms, which is more precise.
-    if (millis := _seconds(headers.get("retry-after-ms"))) is not None:
-        return millis / 1000
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    if (seconds := _seconds(raw)) is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _seconds(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    return max(0.0, value) if value == value else None  # NaN is not a delay
+    return retry_after_from_headers(current.response.headers.get)
 
 
 def _server_message(exc: openai.APIError) -> str:

@@ -8,13 +8,10 @@ import contextlib
 import itertools
 import json
 import logging
-import math
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -29,6 +26,7 @@ from ironhive.adapters.protocol.models import (
     UnreadableLineError,
     UserMessageRequest,
 )
+from ironhive.adapters.retry_after import parse_retry_after
 from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.adapters.server.turns import ProcessMessage, TurnSession
 from ironhive.domain.errors import IronHiveError
@@ -199,21 +197,8 @@ def is_transient(status: int | None) -> bool:
 
 def retry_after_seconds(status: int, value: str | None) -> float | None:
     """The delay a 429/503 answer's ``Retry-After`` asks for (delta-seconds or HTTP-date), capped; else None."""
-    if status not in (429, 503) or not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    if not math.isfinite(seconds):
-        return None
-    return min(max(seconds, 0.0), RETRY_AFTER_CAP_SECONDS)
+    seconds = parse_retry_after(value) if status in (429, 503) else None
+    return None if seconds is None else min(seconds, RETRY_AFTER_CAP_SECONDS)
 
 
 def _describe(error: BaseException) -> str:
