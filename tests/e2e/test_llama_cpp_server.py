@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("llama_cpp.server")
 
-from ironhive.adapters.llamacpp.model_files import bundled_model_path  # noqa: E402
-from ironhive.adapters.openai.client import OpenAIChatClient  # noqa: E402
-from ironhive.ports.chat import ChatMessage, ChatOptions, Role  # noqa: E402
-from tests.support.cli import run_ironhive  # noqa: E402
+from ironhive.adapters.llamacpp.model_files import bundled_model_path
+from ironhive.adapters.openai.client import OpenAIChatClient
+from ironhive.ports.chat import ChatMessage, ChatOptions, Role
+from tests.support.cli import run_ironhive
 
 pytestmark = pytest.mark.local_model
 
