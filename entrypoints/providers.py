@@ -185,9 +185,11 @@ def provider_choice(name: str, config: IronHiveConfig, model: str | None) -> Pro
             base = (azure.endpoint or "").rstrip("/") + "/openai/v1/"
             return _openai_compatible(name, azure.api_key or "", deployment, base, {"api-key": azure.api_key or ""})
         case "anthropic":
-            return _anthropic(config.anthropic.api_key or "", _required_model(name, model or config.anthropic.model))
+            section = config.anthropic
+            return _anthropic(section.api_key or "", _required_model(name, model or section.model), section.endpoint)
         case "google":
-            return _google(config.googleai.api_key or "", _required_model(name, model or config.googleai.model))
+            google = config.googleai
+            return _google(google.api_key or "", _required_model(name, model or google.model), google.endpoint)
         case "lmsupply":
             return _local(config, model)
         case "scripted":
@@ -222,20 +224,20 @@ def _openai_compatible(
     return ProviderChoice(name=name, model=model, build=build)
 
 
-def _anthropic(api_key: str, model: str) -> ProviderChoice:
+def _anthropic(api_key: str, model: str, endpoint: str | None) -> ProviderChoice:
     def build() -> ChatClient:
         from ironhive.adapters.anthropic.client import AnthropicChatClient
 
-        return AnthropicChatClient(api_key=api_key, model=model)
+        return AnthropicChatClient(api_key=api_key, model=model, base_url=endpoint)
 
     return ProviderChoice(name="anthropic", model=model, build=build)
 
 
-def _google(api_key: str, model: str) -> ProviderChoice:
+def _google(api_key: str, model: str, endpoint: str | None) -> ProviderChoice:
     def build() -> ChatClient:
         from ironhive.adapters.google.client import GoogleGenAIChatClient
 
-        return GoogleGenAIChatClient(api_key=api_key, model=model)
+        return GoogleGenAIChatClient(api_key=api_key, model=model, base_url=endpoint)
 
     return ProviderChoice(name="google", model=model, build=build)
 

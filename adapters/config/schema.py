@@ -69,17 +69,19 @@ class OpenAISection(ConfigSection):
 
 
 class AnthropicSection(ConfigSection):
-    """``anthropic`` (configured when apiKey and model are set)."""
+    """``anthropic`` (configured when apiKey and model are set; ``endpoint``, an ironhive addition, for a proxy)."""
 
     api_key: Text | None = _secret()
     model: Text | None = None
+    endpoint: Text | None = None
 
 
 class GoogleAISection(ConfigSection):
-    """``googleai`` (configured when apiKey and model are set)."""
+    """``googleai`` (configured when apiKey and model are set; ``endpoint``, an ironhive addition, for a proxy)."""
 
     api_key: Text | None = _secret()
     model: Text | None = None
+    endpoint: Text | None = None
 
 
 class AzureOpenAISection(ConfigSection):
