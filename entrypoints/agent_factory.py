@@ -35,6 +35,7 @@ from ironhive.domain.options import ChatBehavior
 from ironhive.domain.permissions.modes import Mode, ModeStateMachine
 from ironhive.domain.permissions.policy import ToolCallPolicy
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
+from ironhive.optional_tools import OptionalTools, optional_tools
 from ironhive.ports.approval import ApprovalService
 from ironhive.ports.chat import ChatClient, ChatMessage, ChatOptions
 from ironhive.ports.tools import Tool
@@ -64,6 +65,7 @@ class AgentSettings:
         behavior: The ``chatBehavior`` section.
         permissions_section: The ``permissions`` section of config.yaml (used when the project has no permission file).
         retry: Retries and backoff of the failover chain.
+        config: The merged configuration, for the optional tools (skills, advisor, web); none of them without it.
     """
 
     providers: Sequence[ProviderChoice]
@@ -74,6 +76,7 @@ class AgentSettings:
     behavior: ChatBehavior = field(default_factory=ChatBehavior)
     permissions_section: object | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    config: IronHiveConfig | None = None
 
     @classmethod
     def from_config(
@@ -108,6 +111,7 @@ class AgentSettings:
                 max_retries=config.providers.max_retries,
                 initial_backoff=float(config.providers.initial_backoff_seconds),
             ),
+            config=config,
         )
 
 
@@ -153,8 +157,24 @@ async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = 
         mode=lambda: modes.mode,
         read_only_tools=policy.read_only_tools,
     )
+    selected = settings.providers[0]
+    clients = [choice.build() for choice in settings.providers]  # builds no SDK client and loads no model yet
+    loops: list[AgentLoop] = []  # the loop, once built: the advisor reads its history
+    extras = (
+        optional_tools(
+            settings.config,
+            project=root,
+            client=clients[0],
+            provider=selected.name,
+            history=lambda: loops[0].history if loops else (),
+            system_prompt=DEFAULT_SYSTEM_PROMPT,
+        )
+        if settings.config is not None
+        else OptionalTools()
+    )
     pipeline = ToolInvocationPipeline(
         [
+            *extras.middlewares,
             ArgumentParseFailureMiddleware(),
             RepeatedCallGuardMiddleware(),
             RepeatedErrorGuardMiddleware(),
@@ -162,8 +182,6 @@ async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = 
             ResilientArgumentsMiddleware(),
         ]
     )
-    selected = settings.providers[0]
-    clients = [choice.build() for choice in settings.providers]  # builds no SDK client and loads no model yet
     configured_window = settings.compaction.max_context_tokens
     window = context_window(selected.model, configured=configured_window, client=clients[0])
     # A local model counts with its own tokenizer; remote ones with the chars ÷ 4 estimate.
@@ -193,10 +211,11 @@ async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = 
         # original's 80 % it would refuse requests that compaction (which starts later on large windows) allows.
         chat_client=TokenBudgetChatClient(chain, window=window, threshold=1.0, counter=counter),
         context=context,
-        tools=[*await BuiltInToolProvider(root).get_tools(), *extra_tools],
-        system_prompt=DEFAULT_SYSTEM_PROMPT,
+        tools=[*await BuiltInToolProvider(root).get_tools(), *extras.tools, *extra_tools],
+        system_prompt="\n\n".join(part for part in (DEFAULT_SYSTEM_PROMPT, extras.instructions) if part),
         options=CLI_OPTIONS,
         behavior=settings.behavior,
         pipeline=pipeline,
     )
-    return Agent(loop=container.agent_loop(), modes=modes, client=clients[0], provider=selected)
+    loops.append(container.agent_loop())
+    return Agent(loop=loops[0], modes=modes, client=clients[0], provider=selected)

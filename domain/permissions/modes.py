@@ -65,9 +65,14 @@ BUILT_IN_READ_ONLY_TOOLS: frozenset[str] = frozenset(
         "grep_files",
         "listdirectory",
         "list_directory",
+        "load_skill",
+        "advisor",
     }
 )
-"""Lowercased names of the built-in tools that only look (both spellings the built-ins ship under)."""
+"""Lowercased names of the built-in tools that only look (both spellings the built-ins ship under).
+
+``load_skill`` (reads inside a skill's folder) and ``advisor`` (asks another model) change nothing either, so planning
+may use them; the original ran the advisor in planning mode only when ``read_only_tools`` listed it."""
 
 
 def next_mode(mode: Mode, trigger: ModeTrigger) -> Mode:

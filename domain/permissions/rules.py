@@ -112,6 +112,7 @@ DEFAULT_POLICY = PermissionPolicy(
         _rule("GrepFiles", _ALLOW, 0, _READ_ONLY),
         _rule("grep*", _ALLOW, 0, _READ_ONLY),
         _rule("advisor", _ALLOW, 0, _READ_ONLY),
+        _rule("load_skill", _ALLOW, 0, _READ_ONLY),
         _rule("manage_todo", _ALLOW, 0, "Session task list"),
     ),
     read_only_tools=(),
