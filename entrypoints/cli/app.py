@@ -10,8 +10,10 @@ from cyclopts import App, Parameter
 
 from ironhive import __version__
 from ironhive.cli.config_commands import register as register_config_commands
+from ironhive.cli.doctor import register as register_doctor
 from ironhive.cli.mcp_commands import register as register_mcp_commands
 from ironhive.cli.session_commands import register as register_session_commands
+from ironhive.cli.update import register as register_update
 
 app = App(
     name="ironhive",
@@ -169,5 +171,11 @@ def run_app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-for register in (register_config_commands, register_mcp_commands, register_session_commands):
+for register in (
+    register_config_commands,
+    register_mcp_commands,
+    register_session_commands,
+    register_doctor,
+    register_update,
+):
     register(app)

@@ -1,0 +1,285 @@
+"""The ``doctor`` command: checks the configuration, the providers and their reachability, MCP plugins, the environment.
+
+Only cyclopts is imported at module level; the checks (and pydantic, PyYAML, rich) load when the command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+from cyclopts import App, Parameter
+
+if TYPE_CHECKING:
+    from ironhive.adapters.config.schema import IronHiveConfig
+    from ironhive.adapters.diagnostics.connectivity import ModelEndpoint
+    from ironhive.adapters.diagnostics.report import Check, CheckStatus, DoctorReport
+
+CONNECTIVITY_LIMIT = 3
+"""How many configured remote providers are asked for their models (the first ones in selection order)."""
+
+SECTIONS = {
+    "gpustack": "gpuStack",
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "google": "googleai",
+    "xai": "xai",
+    "ollama": "ollama",
+    "lmstudio": "lmstudio",
+    "azure": "azureopenai",
+}
+"""Each remote provider's config section (the hints name ``googleai.apiKey``, the key the loader reads)."""
+
+_PLACEHOLDERS = {"apiKey": "<key>", "model": "<model>", "deploymentName": "<deployment>", "endpoint": "<url>"}
+_MISSING = {"apiKey": "API key not set", "model": "Model not specified", "deploymentName": "Model not specified"}
+_LOCAL_ONLY_HINT = (
+    "Optional: for faster and stronger answers configure a remote provider, e.g. `ironhive set openai.apiKey <key>` "
+    "and `ironhive set openai.model <model>`. Local inference alone is a supported setup, not a problem."
+)
+_NO_PROVIDER_HINT = (
+    "Configure one, e.g. `ironhive set openai.apiKey <key>` and `ironhive set openai.model <model>` (or "
+    'OPENAI_API_KEY and OPENAI_MODEL), or use local inference: pip install "ironhive[local]" (lmsupply.enabled: true).'
+)
+
+
+def register(app: App) -> None:
+    """Add the ``doctor`` command to ``app``."""
+    app.command(doctor, name="doctor")
+
+
+def doctor(
+    *,
+    verbose: Annotated[bool, Parameter(help="Show informational checks, paths, sizes and tool names.")] = False,
+    fix: Annotated[
+        bool,
+        Parameter(help="Fix what can be fixed: create ~/.ironhive and config.yaml, migrate settings.json, chmod 600."),
+    ] = False,
+    as_json: Annotated[bool, Parameter(name="--json", help="Write the report as JSON.")] = False,
+) -> int:
+    """Check the configuration, providers, MCP plugins and environment.
+
+    Providers configured are asked for their models (the first 3, 5 seconds each). Exits 1 when any check is an
+    error, else 0.
+    """
+    report = build_report(home=Path.home(), project=Path.cwd(), environ=os.environ, verbose=verbose, fix=fix)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
+    elif sys.stdout.isatty():
+        from ironhive.adapters.diagnostics.render import render_rich
+
+        render_rich(report, sys.stdout)
+    else:
+        from ironhive.adapters.diagnostics.render import render_plain
+
+        sys.stdout.write(render_plain(report))
+    return 1 if report.failed else 0
+
+
+def build_report(*, home: Path, project: Path, environ: Mapping[str, str], verbose: bool, fix: bool) -> DoctorReport:
+    """Apply the fixes (with ``fix``), then run every check.
+
+    Args:
+        home: The user's home directory.
+        project: The project (working) directory.
+        environ: The process environment.
+        verbose: Include informational checks and details.
+        fix: Apply the automatic fixes first.
+
+    Returns:
+        The report.
+    """
+    from ironhive.adapters.diagnostics.configuration import apply_configuration_fixes, configuration_checks
+    from ironhive.adapters.diagnostics.environment import environment_checks
+    from ironhive.adapters.diagnostics.mcp import mcp_checks
+    from ironhive.adapters.diagnostics.report import CONFIGURATION, Check, DoctorReport
+    from ironhive.domain.errors import ConfigurationError
+
+    checks: list[Check] = []
+    fixes: list[str] = []
+    if fix:
+        try:
+            fixes = apply_configuration_fixes(home, project)
+        except ConfigurationError as error:
+            checks.append(Check(category=CONFIGURATION, name="Fix", status="error", message=str(error)))
+    findings = configuration_checks(home, project, environ)
+    checks.extend(findings.checks)
+    checks.extend(provider_checks(findings.config, verbose=verbose))
+    checks.extend(connectivity_checks(findings.config, home=home, environ=environ, verbose=verbose))
+    checks.extend(mcp_checks(project, home, verbose=verbose))
+    checks.extend(environment_checks(project, home, environ, verbose=verbose))
+    if verbose:
+        checks.append(_version_check())
+    return DoctorReport.of(checks, fixes)
+
+
+def provider_checks(config: IronHiveConfig, *, verbose: bool) -> list[Check]:
+    """One check per remote provider that is (even partly) configured, then which provider a run will use.
+
+    Args:
+        config: The merged configuration.
+        verbose: Also list the providers that are not configured at all, and local inference when it is off.
+
+    Returns:
+        The Providers checks.
+    """
+    from ironhive.providers import PRIORITY, is_configured
+
+    checks = [check for name in PRIORITY if (check := _provider_check(name, config)) is not None]
+    untouched = [name for name in PRIORITY if _untouched(name, config)]
+    if verbose and untouched:
+        checks.append(_provider("Not configured", "pass", ", ".join(untouched)))
+    remote = [name for name in PRIORITY if is_configured(name, config)]
+    local = is_configured("lmsupply", config)
+    if remote:
+        fallback = "; local inference (lmsupply) is available with --provider local" if local else ""
+        message = f"Configured: {', '.join(remote)}; a run uses {remote[0]}{fallback}"
+        checks.append(_provider("Selection", "pass", message))
+    elif local:
+        checks.append(_provider("Selection", "pass", "Using local inference only (lmsupply)", _LOCAL_ONLY_HINT))
+    else:
+        off = not config.lmsupply.enabled
+        why = "local inference is off (lmsupply.enabled: false)" if off else "local inference is not installed"
+        checks.append(_provider("Selection", "error", f"No provider configured, and {why}", _NO_PROVIDER_HINT))
+    if verbose and not config.lmsupply.enabled:
+        checks.append(_provider("lmsupply (local)", "pass", "Turned off (lmsupply.enabled: false)"))
+    return checks
+
+
+def connectivity_checks(
+    config: IronHiveConfig, *, home: Path, environ: Mapping[str, str], verbose: bool
+) -> list[Check]:
+    """Ask the first :data:`CONNECTIVITY_LIMIT` configured remote providers for their models; check the local model.
+
+    Args:
+        config: The merged configuration.
+        home: The user's home directory.
+        environ: The environment (``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``, ``HF_HUB_OFFLINE``).
+        verbose: Show the local model file's path and size.
+
+    Returns:
+        The Connectivity checks.
+    """
+    from ironhive.adapters.diagnostics import connectivity
+    from ironhive.adapters.diagnostics.local_model import local_model_check
+    from ironhive.adapters.diagnostics.report import CONNECTIVITY, Check
+    from ironhive.providers import PRIORITY, is_configured
+
+    remote = [name for name in PRIORITY if is_configured(name, config)]
+    endpoints = [_endpoint(name, config, environ) for name in remote[:CONNECTIVITY_LIMIT]]
+    checks = connectivity.connectivity_checks(endpoints)
+    if len(remote) > CONNECTIVITY_LIMIT:
+        skipped = ", ".join(remote[CONNECTIVITY_LIMIT:])
+        message = f"Not asked: {skipped} (doctor asks the first {CONNECTIVITY_LIMIT} providers)"
+        checks.append(Check(category=CONNECTIVITY, name="Other providers", status="pass", message=message))
+    if is_configured("lmsupply", config):
+        checks.append(local_model_check(config.lmsupply, home=home, environ=environ, verbose=verbose))
+    return checks
+
+
+def _endpoint(name: str, config: IronHiveConfig, environ: Mapping[str, str]) -> ModelEndpoint:
+    from ironhive.adapters.diagnostics.connectivity import (
+        anthropic_endpoint,
+        gemini_endpoint,
+        openai_compatible_endpoint,
+    )
+    from ironhive.providers import gpustack_base_url, ollama_base_url
+
+    match name:
+        case "anthropic":
+            anthropic = config.anthropic
+            return anthropic_endpoint(anthropic.api_key or "", anthropic.model, environ, anthropic.endpoint)
+        case "google":
+            google = config.googleai
+            return gemini_endpoint(google.api_key or "", google.model, environ, google.endpoint)
+        case "gpustack":
+            gpu = config.gpu_stack
+            base, key, model = gpustack_base_url(gpu.endpoint or ""), gpu.api_key, gpu.model
+        case "openai":
+            base, key, model = config.openai.endpoint, config.openai.api_key, config.openai.model
+        case "xai":
+            base, key, model = config.xai.endpoint, config.xai.api_key, config.xai.model
+        case "ollama":
+            base, key, model = ollama_base_url(config.ollama.endpoint), None, config.ollama.model
+        case "lmstudio":
+            base, key, model = config.lmstudio.endpoint, None, config.lmstudio.model
+        case _:  # azure: the v1 API lists base models, not deployments, so the deployment is not looked for
+            azure = config.azureopenai
+            return openai_compatible_endpoint(
+                name,
+                (azure.endpoint or "").rstrip("/") + "/openai/v1",
+                None,
+                None,
+                headers={"api-key": azure.api_key or ""},
+                key_setting="azureopenai.apiKey",
+                endpoint_setting="azureopenai.endpoint",
+            )
+    section = SECTIONS[name]
+    return openai_compatible_endpoint(
+        name, base, key, model, key_setting=f"{section}.apiKey" if key else None, endpoint_setting=f"{section}.endpoint"
+    )
+
+
+def _untouched(name: str, config: IronHiveConfig) -> bool:
+    """Whether nothing at all is set for provider ``name`` (not enabled, or none of its required keys)."""
+    if name in ("ollama", "lmstudio"):
+        return not (config.ollama if name == "ollama" else config.lmstudio).enabled
+    return not any(_required(name, config).values())
+
+
+def _provider_check(name: str, config: IronHiveConfig) -> Check | None:
+    if _untouched(name, config):
+        return None
+    section = SECTIONS[name]
+    if name in ("ollama", "lmstudio"):
+        local_server = config.ollama if name == "ollama" else config.lmstudio
+        if not local_server.model:
+            hint = f"Set it: `ironhive set {section}.model <model>`."
+            return _provider(name, "warning", f"Model not specified (endpoint {local_server.endpoint})", hint)
+        return _provider(name, "pass", f"Enabled: model {local_server.model} at {local_server.endpoint}")
+    required = _required(name, config)
+    missing = [key for key, value in required.items() if not value]
+    if missing:
+        problems = "; ".join(dict.fromkeys(_MISSING.get(key, f"{section}.{key} not set") for key in missing))
+        commands = " and ".join(f"`ironhive set {section}.{key} {_PLACEHOLDERS[key]}`" for key in missing)
+        return _provider(name, "warning", problems, f"Set {commands}.")
+    model = required.get("model") or required.get("deploymentName")
+    return _provider(name, "pass", f"Configured: model {model}")
+
+
+def _required(name: str, config: IronHiveConfig) -> dict[str, str | None]:
+    """The keys a provider needs, with their values (``None`` or empty when missing)."""
+    match name:
+        case "gpustack":
+            gpu = config.gpu_stack
+            return {"endpoint": gpu.endpoint, "apiKey": gpu.api_key, "model": gpu.model}
+        case "azure":
+            azure = config.azureopenai
+            return {"endpoint": azure.endpoint, "apiKey": azure.api_key, "deploymentName": azure.deployment_name}
+        case "openai":
+            return {"apiKey": config.openai.api_key, "model": config.openai.model}
+        case "anthropic":
+            return {"apiKey": config.anthropic.api_key, "model": config.anthropic.model}
+        case "google":
+            return {"apiKey": config.googleai.api_key, "model": config.googleai.model}
+    return {"apiKey": config.xai.api_key, "model": config.xai.model}
+
+
+def _provider(name: str, status: CheckStatus, message: str, hint: str | None = None) -> Check:
+    from ironhive.adapters.diagnostics.report import PROVIDERS, Check
+
+    return Check(category=PROVIDERS, name=name, status=status, message=message, hint=hint)
+
+
+def _version_check() -> Check:
+    import platform
+
+    from ironhive import __version__
+    from ironhive.adapters.diagnostics.report import ENVIRONMENT, Check
+
+    message = f"ironhive {__version__} on Python {platform.python_version()} ({sys.executable})"
+    return Check(category=ENVIRONMENT, name="Version", status="pass", message=message)
