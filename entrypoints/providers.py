@@ -243,20 +243,37 @@ def _google(api_key: str, model: str, endpoint: str | None) -> ProviderChoice:
 
 
 def _local(config: IronHiveConfig, model: str | None) -> ProviderChoice:
+    """Local inference: ``-m`` or ``lmsupply.modelPath``, else a configured Hugging Face file (downloaded once into
+    ``~/.ironhive/models``, honouring ``HF_ENDPOINT`` and ``HF_HUB_OFFLINE``), else the bundled SmolLM2 model."""
     section = config.lmsupply
     configured_path = model or section.model_path
-    model_path = Path(configured_path).expanduser() if configured_path else None
+    repo, file = section.hugging_face_repo, section.hugging_face_file
+    if configured_path:
+        shown = Path(configured_path).stem
+    elif repo and file:
+        shown = Path(file).stem
+    else:
+        shown = "SmolLM2-135M-Instruct"
 
     def build() -> ChatClient:
+        import os
+
         from ironhive.adapters.llamacpp.client import LlamaCppChatClient
+        from ironhive.adapters.llamacpp.model_resolution import default_model_cache, resolve_model_path
+        from ironhive.cli.download_progress import DownloadProgress
 
-        if section.max_context_length is not None:
-            return LlamaCppChatClient(model_path=model_path, n_ctx=section.max_context_length)
-        return LlamaCppChatClient(model_path=model_path)
+        with DownloadProgress(f"Downloading {file}") as progress:
+            model_path = resolve_model_path(
+                model_path=configured_path,
+                hf_repo=repo,
+                hf_file=file,
+                cache_dir=default_model_cache(Path.home()),
+                environ=os.environ,
+                progress=progress.update,
+            )
+        return LlamaCppChatClient(model_path=model_path, n_ctx=section.max_context_length)
 
-    return ProviderChoice(
-        name="lmsupply", model=model_path.stem if model_path else "SmolLM2-135M-Instruct", build=build
-    )
+    return ProviderChoice(name="lmsupply", model=shown, build=build)
 
 
 def _scripted(model: str | None) -> ProviderChoice:

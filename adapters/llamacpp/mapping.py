@@ -36,7 +36,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
-def to_llama_messages(messages: Sequence[ChatMessage]) -> list[LlamaMessage]:
+def to_llama_messages(messages: Sequence[ChatMessage], *, json_turns: bool = False) -> list[LlamaMessage]:
     """Render a conversation as plain system/user/assistant text messages.
 
     Tool calls and tool results become readable text, so a history holding tool rounds still renders with chat
@@ -46,6 +46,9 @@ def to_llama_messages(messages: Sequence[ChatMessage]) -> list[LlamaMessage]:
 
     Args:
         messages: The conversation, oldest first.
+        json_turns: Render the assistant's turns in the JSON reply format of local tool calling
+            (``{"tool": ..., "arguments": ...}`` and ``{"answer": ...}``), so the model sees its earlier replies in
+            the format it is asked to write, and tool results as plain sentences ("The tool read_file returned:").
 
     Returns:
         The messages for ``create_chat_completion``; messages without any renderable content are dropped.
@@ -53,7 +56,7 @@ def to_llama_messages(messages: Sequence[ChatMessage]) -> list[LlamaMessage]:
     rendered: list[LlamaMessage] = []
     for message in messages:
         role = "user" if message.role is Role.TOOL else message.role.value
-        content = _render_parts(message)
+        content = _render_json_parts(message) if json_turns else _render_parts(message)
         if not content:
             continue
         if rendered and rendered[-1]["role"] == role:
@@ -76,6 +79,40 @@ def _render_parts(message: ChatMessage) -> str:
             case _:
                 pass
     return "\n\n".join(chunks)
+
+
+def _render_json_parts(message: ChatMessage) -> str:
+    if message.role is not Role.ASSISTANT:
+        return "\n\n".join(
+            _render_result_plainly(part) if isinstance(part, ToolResultPart) else part.text
+            for part in message.parts
+            if isinstance(part, ToolResultPart) or (isinstance(part, TextPart) and part.text)
+        )
+    chunks: list[str] = []
+    for part in message.parts:
+        match part:
+            case TextPart(text=text) if text:
+                chunks.append(json.dumps({"answer": text}, ensure_ascii=False))
+            case ToolCallPart():
+                chunks.append(render_tool_call_json(part))
+            case _:
+                pass
+    return "\n".join(chunks)
+
+
+def _render_result_plainly(result: ToolResultPart) -> str:
+    # The bracketed form of render_tool_result got copied into replies, or ignored, by the bundled small model; this
+    # wording had it report the result.
+    outcome = "failed" if result.success is False else "returned"
+    return f"The tool {result.name} {outcome}:\n{result.result}"
+
+
+def render_tool_call_json(call: ToolCallPart) -> str:
+    """Show a tool call in the JSON reply format of local tool calling; unparsed arguments appear as sent."""
+    arguments = call.arguments_text
+    if call.arguments is not None:
+        arguments = json.dumps(call.arguments, ensure_ascii=False)
+    return f'{{"tool": {json.dumps(call.name, ensure_ascii=False)}, "arguments": {arguments}}}'
 
 
 def render_tool_call(call: ToolCallPart) -> str:
@@ -119,8 +156,8 @@ class CompletionSettings:
 def completion_settings(options: ChatOptions, *, seed: int | None = None) -> CompletionSettings:
     """Pick the settings of one call from its options.
 
-    ``options.model`` is ignored (the client serves the one model it loaded), and so are ``options.tools`` and
-    ``options.tool_mode``: tool calling with local models is not wired yet, so the model only ever answers in text.
+    ``options.model`` is ignored (the client serves the one model it loaded); ``options.tools`` and
+    ``options.tool_mode`` are read by :func:`ironhive.adapters.llamacpp.tool_calling.plan_tools`.
 
     Args:
         options: The options of the call.

@@ -12,6 +12,7 @@ from ironhive import __version__
 from ironhive.cli.config_commands import register as register_config_commands
 from ironhive.cli.doctor import register as register_doctor
 from ironhive.cli.mcp_commands import register as register_mcp_commands
+from ironhive.cli.models_command import register as register_models_command
 from ironhive.cli.session_commands import register as register_session_commands
 from ironhive.cli.update import register as register_update
 
@@ -174,6 +175,7 @@ def run_app(args: list[str]) -> int:
 for register in (
     register_config_commands,
     register_mcp_commands,
+    register_models_command,
     register_session_commands,
     register_doctor,
     register_update,

@@ -6,6 +6,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,6 +194,11 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
 
     project = Path.cwd()
     event_loop = asyncio.new_event_loop()
+    # Ctrl+C at the prompt must reach the main thread, which is blocked reading the terminal: a worker thread that
+    # took the signal instead would leave that read hanging, so worker threads block SIGINT.
+    event_loop.set_default_executor(
+        ThreadPoolExecutor(initializer=signal.pthread_sigmask, initargs=(signal.SIG_BLOCK, {signal.SIGINT}))
+    )
     try:
         try:
             settings = AgentSettings.from_config(

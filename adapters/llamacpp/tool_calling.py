@@ -1,0 +1,243 @@
+"""Tool calling for local models: the JSON reply format, its schema and llama.cpp grammar, and the prompt naming it.
+
+Local models get no native tool-calling API. When tools are offered, the model is told about them in the system prompt
+and must reply with exactly one JSON object, held to that shape by a llama.cpp grammar built from a JSON schema:
+
+- ``{"tool": "<name>", "arguments": {...}}`` calls a tool; ``anyOf`` over the tools ties each name to its own
+  parameter schema (simplified as :mod:`ironhive.adapters.llamacpp.grammar_schema` explains);
+- ``{"answer": "<text>"}`` answers without a call (left out for ``require_any`` and ``require:<tool>``).
+
+Earlier rounds are shown to the model in the same format (see ``to_llama_messages(..., json_turns=True)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ironhive.adapters.llamacpp.grammar_schema import grammar_schema, literal_safe
+from ironhive.adapters.llamacpp.mapping import LlamaMessage
+from ironhive.domain.errors import ConfigurationError, ProviderError
+from ironhive.ports.chat import ChatOptions, JsonValue, ToolSpec
+
+TOOL_KEY: Final = "tool"
+ARGUMENTS_KEY: Final = "arguments"
+ANSWER_KEY: Final = "answer"
+
+_FREE_OBJECT: Final[dict[str, JsonValue]] = {"type": "object"}
+# Converter failures surface as these; anything else is a bug worth seeing.
+_CONVERTER_ERRORS: Final = (AssertionError, ValueError, KeyError, TypeError, IndexError, RecursionError)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolPlan:
+    """How one call uses tools.
+
+    Attributes:
+        tools: The tools the model may call: every offered tool, or the one ``require:<tool>`` names.
+        allow_answer: Whether the model may answer without calling a tool (``auto``).
+    """
+
+    tools: tuple[ToolSpec, ...]
+    allow_answer: bool
+
+    def spec(self, name: str) -> ToolSpec | None:
+        """The callable tool called ``name``, if there is one."""
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+
+def plan_tools(options: ChatOptions) -> ToolPlan | None:
+    """Decide how a call uses tools, from its options.
+
+    Args:
+        options: The call's options (``tools`` and ``tool_mode``; an unset mode is ``auto``).
+
+    Returns:
+        The plan, or ``None`` when no tools are offered or ``tool_mode`` is ``none`` (the model answers in free text).
+
+    Raises:
+        ConfigurationError: The tool mode is unknown, or ``require:<tool>`` names a tool that is not offered.
+    """
+    by_name: dict[str, ToolSpec] = {}
+    for tool in options.tools or ():
+        by_name.setdefault(tool.name, tool)
+    offered = tuple(by_name.values())
+    mode = options.tool_mode or "auto"
+    if mode == "none" or not offered:
+        if mode not in ("auto", "none", "require_any") and not mode.startswith("require:"):
+            raise ConfigurationError(_unknown_mode(mode))
+        return None
+    if mode == "auto":
+        return ToolPlan(tools=offered, allow_answer=True)
+    if mode == "require_any":
+        return ToolPlan(tools=offered, allow_answer=False)
+    name = mode.removeprefix("require:").strip()
+    if mode.startswith("require:") and name:
+        required = next((tool for tool in offered if tool.name == name), None)
+        if required is None:
+            raise ConfigurationError(f"tool_mode {mode!r} requires the tool {name!r}, which is not offered")
+        return ToolPlan(tools=(required,), allow_answer=False)
+    raise ConfigurationError(_unknown_mode(mode))
+
+
+def _unknown_mode(mode: str) -> str:
+    return f"unknown tool mode {mode!r}; expected auto, none, require_any or require:<tool>"
+
+
+def response_schema(plan: ToolPlan) -> dict[str, JsonValue]:
+    """The JSON schema every reply must match under ``plan``.
+
+    Returns:
+        An ``anyOf`` of one ``{"tool", "arguments"}`` object per callable tool, plus ``{"answer"}`` when answering is
+        allowed (a single alternative is returned as it is).
+    """
+    return _alternatives(plan, {tool.name: grammar_schema(tool.parameters) for tool in plan.tools})
+
+
+def _alternatives(plan: ToolPlan, arguments: Mapping[str, dict[str, JsonValue]]) -> dict[str, JsonValue]:
+    choices: list[JsonValue] = [
+        {
+            "type": "object",
+            "properties": {TOOL_KEY: _name_schema(tool.name), ARGUMENTS_KEY: arguments[tool.name]},
+            "required": [TOOL_KEY, ARGUMENTS_KEY],
+        }
+        for tool in plan.tools
+    ]
+    if plan.allow_answer:
+        choices.append({"type": "object", "properties": {ANSWER_KEY: {"type": "string"}}, "required": [ANSWER_KEY]})
+    if len(choices) == 1 and isinstance(choices[0], dict):
+        return choices[0]
+    return {"anyOf": choices}
+
+
+def _name_schema(name: str) -> dict[str, JsonValue]:
+    # A name the converter cannot spell as a literal is left open; the parser then rejects any other name.
+    return {"const": name} if literal_safe(name) else {"type": "string"}
+
+
+def response_grammar(plan: ToolPlan) -> str:
+    """The llama.cpp grammar (GBNF) that holds the model to :func:`response_schema`.
+
+    A tool whose simplified schema the converter still rejects gets free-form object arguments rather than breaking
+    every call; its arguments are validated after generation all the same.
+
+    Raises:
+        ConfigurationError: llama-cpp-python is not installed.
+        ProviderError: No grammar could be built even so.
+    """
+    try:
+        return _gbnf(json.dumps(response_schema(plan)))
+    except _CONVERTER_ERRORS:
+        pass
+    arguments: dict[str, dict[str, JsonValue]] = {}
+    for tool in plan.tools:
+        schema = grammar_schema(tool.parameters)
+        try:
+            _gbnf(json.dumps(schema))
+        except _CONVERTER_ERRORS:
+            schema = dict(_FREE_OBJECT)
+        arguments[tool.name] = schema
+    try:
+        return _gbnf(json.dumps(_alternatives(plan, arguments)))
+    except _CONVERTER_ERRORS as exc:
+        raise ProviderError(f"Could not build the tool-call grammar: {type(exc).__name__}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=32)
+def _gbnf(schema_json: str) -> str:
+    try:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise ConfigurationError('Local inference needs llama-cpp-python; pip install "ironhive[local]"') from exc
+    return str(json_schema_to_gbnf(schema_json))
+
+
+def tool_instructions(plan: ToolPlan) -> str:
+    """The system-prompt text that names the tools and the exact reply format.
+
+    Each callable tool is listed with its description and one line per parameter (type, whether required, default,
+    allowed values, description); a parameter with a structured schema (objects, arrays, unions) shows that schema as
+    compact JSON. Lines are cheaper for a small model to read than whole schemas, and the grammar enforces the
+    structure anyway.
+
+    Args:
+        plan: The call's tool plan.
+
+    Returns:
+        The instructions.
+    """
+    # Worded for small models, tried on the bundled 135M one: placeholders such as "<your answer>" get copied into
+    # answers, and saying when to answer (greetings, reports of a tool's result) keeps it from calling tools at random.
+    call_format = '{"tool": "<tool name>", "arguments": {...}}'
+    if plan.allow_answer:
+        rules = [
+            "Reply with exactly one JSON object and nothing else.",
+            'To talk to the user (a greeting, an answer, or a report of what a tool gave you): {"answer": "..."}',
+            f"To call a tool (only when the task needs a file or a command): {call_format}",
+        ]
+    elif len(plan.tools) == 1:
+        only = json.dumps(plan.tools[0].name, ensure_ascii=False)
+        rules = [
+            f"You must call the tool {plan.tools[0].name}. Reply with exactly one JSON object and nothing else:",
+            f'{{"tool": {only}, "arguments": {{...}}}}',
+        ]
+    else:
+        rules = ["You must call one of the tools. Reply with exactly one JSON object and nothing else:", call_format]
+    listing = ["", "Tools:"]
+    for tool in plan.tools:
+        listing.append(f"- {tool.name}: {_one_line(tool.description) or '(no description)'}")
+        listing.extend(f"  {line}" for line in _parameter_lines(tool.parameters))
+    return "\n".join([*rules, *listing])
+
+
+def _parameter_lines(schema: Mapping[str, JsonValue]) -> list[str]:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return [f"arguments: {_compact(schema)}"] if schema.get("type") != "object" or len(schema) > 1 else []
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    lines = []
+    for name, prop in properties.items():
+        facts: list[str] = []
+        description = ""
+        if isinstance(prop, Mapping):
+            description = _one_line(prop.get("description"))
+            kind = prop.get("type")
+            enum = prop.get("enum")
+            if isinstance(enum, list):
+                facts.append("one of " + ", ".join(_compact(value) for value in enum))
+            elif isinstance(kind, str) and kind in _SIMPLE_TYPES:
+                facts.append(kind)
+            else:
+                facts.append(_compact({key: value for key, value in prop.items() if key != "description"}))
+            if isinstance(prop.get("minimum"), int | float):
+                facts.append(f"at least {prop['minimum']}")
+            if "default" in prop:
+                facts.append(f"default {_compact(prop['default'])}")
+        facts.append("required" if name in needed else "optional")
+        lines.append(f"{name} ({', '.join(facts)})" + (f": {description}" if description else ""))
+    return lines or ["(no arguments)"]
+
+
+_SIMPLE_TYPES: Final = frozenset({"string", "integer", "number", "boolean"})
+
+
+def _one_line(text: JsonValue) -> str:
+    return " ".join(text.split()) if isinstance(text, str) else ""
+
+
+def _compact(value: JsonValue | Mapping[str, JsonValue]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def with_tool_instructions(messages: Sequence[LlamaMessage], instructions: str) -> list[LlamaMessage]:
+    """Add ``instructions`` to the system prompt: after an existing system message, or as a new first message."""
+    rendered = [dict(message) for message in messages]
+    if rendered and rendered[0]["role"] == "system":
+        rendered[0]["content"] = f"{rendered[0]['content']}\n\n{instructions}"
+    else:
+        rendered.insert(0, {"role": "system", "content": instructions})
+    return rendered

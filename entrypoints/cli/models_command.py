@@ -1,0 +1,323 @@
+"""The ``ironhive models [-p PROVIDER] [--json]`` command: the models of every configured provider.
+
+Only cyclopts is imported at module level; the configuration, the listing and each provider's SDK load inside the
+command, and an SDK only when its provider is configured.
+
+``--json`` writes ``source`` as the lowercase text ``api``, ``cached`` or ``static``, where the original wrote a number
+(0, 1, 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Annotated
+
+from cyclopts import App, Parameter
+
+if TYPE_CHECKING:
+    from ironhive.adapters.config.schema import IronHiveConfig
+    from ironhive.domain.model_listing import ListingRequest, ProviderListing
+    from ironhive.ports.models import ListedModel, ModelLister
+
+LISTING_ORDER = ("gpustack", "openai", "anthropic", "google", "xai", "azure", "ollama", "lmstudio", "lmsupply")
+"""The providers ``ironhive models`` lists, in this order, when they are configured."""
+
+LIST_TIMEOUT_SECONDS = 10.0
+"""How long one provider's listing may take."""
+
+_HEADERS = ("Model ID", "Display Name", "Context", "Input $/M", "Output $/M", "Source", "Default")
+_NUMERIC = frozenset({"Context", "Input $/M", "Output $/M"})
+_NOTHING_CONFIGURED = (
+    "No provider is configured. Configure one (for example OPENAI_API_KEY and OPENAI_MODEL, or `ironhive set "
+    'openai.apiKey …`), or install local inference with: pip install "ironhive[local]".'
+)
+
+
+def register(app: App) -> None:
+    """Add the ``models`` command to ``app``."""
+    app.command(models, name="models")
+
+
+def models(
+    *,
+    provider: Annotated[
+        str | None, Parameter(name=["-p", "--provider"], help="List only this provider (aliases: claude, gemini, …).")
+    ] = None,
+    as_json: Annotated[bool, Parameter(name="--json", help="Output a JSON array.")] = False,
+) -> int:
+    """List available models from configured providers (-p/--provider, --json)."""
+    import asyncio
+
+    from ironhive.adapters.config.loader import load_config
+    from ironhive.domain.errors import ConfigurationError
+    from ironhive.domain.model_listing import list_models
+
+    loaded = load_config(home=Path.home(), project=Path.cwd(), environ=os.environ)
+    for line in (*loaded.notices, *loaded.warnings):
+        sys.stderr.write(f"{line}\n")
+    try:
+        names = providers_to_list(provider, loaded.config)
+    except ConfigurationError as error:
+        sys.stderr.write(f"Error: {error}\n")
+        return 1
+    requests = [listing_request(name, loaded.config, home=Path.home()) for name in names]
+    listings = asyncio.run(list_models(requests))
+    for listing in listings:
+        if listing.error:
+            sys.stderr.write(_failure_note(listing))
+    found = [model for listing in listings for model in listing.models]
+    if as_json:
+        sys.stdout.write(json.dumps([model_json(model) for model in found], indent=2, ensure_ascii=False) + "\n")
+    elif not found:
+        sys.stdout.write("No models found.\n")
+    elif sys.stdout.isatty():
+        _print_rich_tables(listings)
+    else:
+        sys.stdout.write(plain_tables(listings))
+    if not names:
+        sys.stderr.write(_NOTHING_CONFIGURED + "\n")
+    return 0
+
+
+def providers_to_list(provider: str | None, config: IronHiveConfig) -> list[str]:
+    """The providers to list: the one named (aliases allowed), else every configured one in listing order.
+
+    Raises:
+        ConfigurationError: The named provider is unknown, or known but not configured.
+    """
+    from ironhive.domain.errors import ConfigurationError
+    from ironhive.providers import PROVIDERS, canonical, is_configured
+
+    if provider is None:
+        return [name for name in LISTING_ORDER if is_configured(name, config)]
+    name = canonical(provider)
+    if name not in PROVIDERS:
+        raise ConfigurationError(f"Provider '{provider}' not found. Available: {', '.join(PROVIDERS)}")
+    if not is_configured(name, config):
+        raise ConfigurationError(f"Provider '{provider}' is not available or configured.")
+    return [name]
+
+
+def listing_request(name: str, config: IronHiveConfig, *, home: Path) -> ListingRequest:
+    """What to list for one configured provider: its lister (SDK imported now) and its configured model."""
+    from ironhive.domain.errors import ConfigurationError
+    from ironhive.domain.model_listing import ListingRequest
+
+    default = _configured_model(name, config)
+    try:
+        lister = _lister(name, config, home)
+    except ConfigurationError as error:
+        sys.stderr.write(f"Warning: cannot list the models of {name}: {error}\n")
+        lister = None
+    return ListingRequest(provider=name, lister=lister, default_model=default)
+
+
+def _configured_model(name: str, config: IronHiveConfig) -> str | None:
+    match name:
+        case "gpustack":
+            return config.gpu_stack.model
+        case "openai":
+            return config.openai.model
+        case "anthropic":
+            return config.anthropic.model
+        case "google":
+            return config.googleai.model
+        case "xai":
+            return config.xai.model
+        case "azure":
+            return config.azureopenai.deployment_name
+        case "ollama":
+            return config.ollama.model
+        case "lmstudio":
+            return config.lmstudio.model
+        case "lmsupply":
+            return _local_default(config)
+        case "scripted":
+            return "echo"
+    return None
+
+
+def _lister(name: str, config: IronHiveConfig, home: Path) -> ModelLister | None:
+    from ironhive.providers import gpustack_base_url, ollama_base_url
+
+    match name:
+        case "openai":
+            from ironhive.adapters.config.schema import OpenAISection
+
+            endpoint = config.openai.endpoint
+            default_endpoint = OpenAISection().endpoint
+            base_url = None if endpoint.rstrip("/") == default_endpoint.rstrip("/") else endpoint
+            return _openai_lister(name, config.openai.api_key or "", base_url)
+        case "gpustack":
+            gpu = config.gpu_stack
+            return _openai_lister(name, gpu.api_key or "", gpustack_base_url(gpu.endpoint or ""))
+        case "xai":
+            return _openai_lister(name, config.xai.api_key or "", config.xai.endpoint)
+        case "azure":
+            azure = config.azureopenai
+            base_url = (azure.endpoint or "").rstrip("/") + "/openai/v1/"
+            return _openai_lister(name, azure.api_key or "", base_url, {"api-key": azure.api_key or ""})
+        case "ollama":
+            return _openai_lister(name, "ollama", ollama_base_url(config.ollama.endpoint))
+        case "lmstudio":
+            return _openai_lister(name, "lm-studio", config.lmstudio.endpoint)
+        case "anthropic":
+            from ironhive.adapters.anthropic.models import AnthropicModelLister
+
+            return AnthropicModelLister(api_key=config.anthropic.api_key or "", timeout=LIST_TIMEOUT_SECONDS)
+        case "google":
+            from ironhive.adapters.google.models import GoogleGenAIModelLister
+
+            return GoogleGenAIModelLister(api_key=config.googleai.api_key or "", timeout=LIST_TIMEOUT_SECONDS)
+        case "lmsupply":
+            return _local_lister(config, home)
+    return None
+
+
+def _openai_lister(name: str, api_key: str, base_url: str | None, headers: dict[str, str] | None = None) -> ModelLister:
+    from ironhive.adapters.openai.models import OpenAIModelLister
+
+    return OpenAIModelLister(
+        api_key=api_key, base_url=base_url, provider_name=name, timeout=LIST_TIMEOUT_SECONDS, default_headers=headers
+    )
+
+
+def _local_lister(config: IronHiveConfig, home: Path) -> ModelLister:
+    from ironhive.adapters.llamacpp.models import LlamaCppModelLister
+
+    section = config.lmsupply
+    files = [Path(section.model_path).expanduser()] if section.model_path else []
+    downloaded = _downloaded_model(config, home)
+    if downloaded is not None and downloaded.is_file():
+        files.append(downloaded)
+    return LlamaCppModelLister(model_files=files, include_bundled=True)
+
+
+def _downloaded_model(config: IronHiveConfig, home: Path) -> Path | None:
+    from ironhive.adapters.llamacpp.model_resolution import cached_model_path, default_model_cache
+    from ironhive.domain.errors import ConfigurationError
+
+    section = config.lmsupply
+    if not (section.hugging_face_repo and section.hugging_face_file):
+        return None
+    try:
+        return cached_model_path(default_model_cache(home), section.hugging_face_repo, section.hugging_face_file)
+    except ConfigurationError:
+        return None  # a malformed repository or file name: the run reports it, and the listing shows the name only
+
+
+def _local_default(config: IronHiveConfig) -> str | None:
+    """The local model a run would load: ``modelPath``, else the Hugging Face file, else the bundled model."""
+    from ironhive.adapters.llamacpp.model_files import bundled_model_path
+    from ironhive.adapters.llamacpp.models import local_model_id
+    from ironhive.domain.errors import ConfigurationError
+
+    section = config.lmsupply
+    if section.model_path:
+        return local_model_id(Path(section.model_path).expanduser())
+    if section.hugging_face_file:
+        return PurePosixPath(section.hugging_face_file).stem
+    try:
+        return local_model_id(bundled_model_path())
+    except ConfigurationError:
+        return None
+
+
+def _failure_note(listing: ProviderListing) -> str:
+    from ironhive.domain.model_listing import STATIC_FAMILIES
+
+    note = f"Warning: could not list the models of {listing.provider}: {listing.error}"
+    if listing.models:
+        instead = "the built-in catalog" if listing.provider in STATIC_FAMILIES else "the configured model"
+        note += f"; showing {instead} instead"
+    return note + "\n"
+
+
+def model_json(model: ListedModel) -> dict[str, object]:
+    """The camelCase ``--json`` object of one model, nulls written; ``source`` as its lowercase name."""
+    return {
+        "modelId": model.model_id,
+        "provider": model.provider,
+        "displayName": model.display_name,
+        "contextWindow": model.context_window,
+        "inputPricePerMillion": model.input_price_per_million,
+        "outputPricePerMillion": model.output_price_per_million,
+        "source": model.source,
+        "isDefault": model.is_default,
+        "localPath": str(model.local_path) if model.local_path is not None else None,
+        "sizeBytes": model.size_bytes,
+    }
+
+
+def format_context(tokens: int | None) -> str:
+    """A context window as ``128K`` or ``1M`` (``2.1M``); ``-`` when unknown."""
+    if tokens is None:
+        return "-"
+    if tokens >= 1_000_000:
+        return f"{tokens / 1_000_000:.1f}".removesuffix(".0") + "M"
+    if tokens >= 1000:
+        return f"{round(tokens / 1000)}K"
+    return str(tokens)
+
+
+def format_price(price: float | None) -> str:
+    """A price per million tokens as ``$2.50`` (``$0.075`` keeps its third decimal); ``-`` when unknown."""
+    if price is None:
+        return "-"
+    if round(price, 2) == price:
+        return f"${price:,.2f}"
+    return f"${price:,.4f}".rstrip("0")
+
+
+def table_rows(models: Sequence[ListedModel], *, default_mark: str = "yes") -> list[tuple[str, ...]]:
+    """The text cells of one provider's table."""
+    return [
+        (
+            model.model_id,
+            model.display_name or "-",
+            format_context(model.context_window),
+            format_price(model.input_price_per_million),
+            format_price(model.output_price_per_million),
+            model.source,
+            default_mark if model.is_default else "",
+        )
+        for model in models
+    ]
+
+
+def plain_tables(listings: Sequence[ProviderListing]) -> str:
+    """Each provider's models as an aligned plain-text table under its name (for pipes and files)."""
+    groups = [(listing.provider, table_rows(listing.models)) for listing in listings if listing.models]
+    every_row = [_HEADERS, *(row for _, rows in groups for row in rows)]
+    widths = [max(len(row[column]) for row in every_row) for column in range(len(_HEADERS))]
+
+    def line(row: Sequence[str]) -> str:
+        cells = (
+            cell.rjust(width) if header in _NUMERIC else cell.ljust(width)
+            for cell, width, header in zip(row, widths, _HEADERS, strict=True)
+        )
+        return "  ".join(cells).rstrip()
+
+    blocks = ["\n".join([provider, line(_HEADERS), *(line(row) for row in rows)]) for provider, rows in groups]
+    return "\n\n".join(blocks) + "\n"
+
+
+def _print_rich_tables(listings: Sequence[ProviderListing]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    for listing in listings:
+        if not listing.models:
+            continue
+        table = Table(title=listing.provider, title_justify="left")
+        for header in _HEADERS:
+            table.add_column(header, justify="right" if header in _NUMERIC else "left")
+        for row in table_rows(listing.models, default_mark="✓"):
+            table.add_row(*(Text(cell) for cell in row))  # Text: a "[" in a model id is not rich markup
+        console.print(table)
