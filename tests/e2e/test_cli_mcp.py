@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -81,3 +82,84 @@ def test_an_untrusted_project_plugin_file_never_starts_its_process(tmp_path: Pat
     assert completed.returncode == 0, completed.stderr
     assert not marker.exists()
     assert "ironhive mcp trust" in completed.stderr
+
+
+NPM_MODULES = Path(__file__).resolve().parents[2] / "tests" / "artifacts" / "npm-mcp-servers" / "node_modules"
+
+
+def test_the_npm_memory_and_filesystem_servers_through_the_cli(tmp_path: Path) -> None:
+    node = shutil.which("node")
+    memory = NPM_MODULES / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+    filesystem = NPM_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+    if node is None or not (memory.is_file() and filesystem.is_file()):
+        pytest.skip("the npm MCP servers are not installed (.ci/run installs them into tests/artifacts)")
+    project = tmp_path / "project"
+    (project / ".ironhive").mkdir(parents=True)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "hello.txt").write_text("hello from the filesystem server\n")
+    (project / ".ironhive" / "plugins.yaml").write_text(
+        "plugins:\n"
+        f"  memory:\n    command: {node}\n    arguments: [{memory}]\n"
+        f"    environment: {{MEMORY_FILE_PATH: {tmp_path / 'memory.jsonl'}}}\n"
+        f"  files:\n    command: {node}\n    arguments: [{filesystem}, {shared}]\n"
+    )
+    (project / ".ironhive" / "permissions.yaml").write_text(
+        'permissions:\n  default_action: deny\n  mcp_tools:\n    - { pattern: "mcp__memory__*", action: allow }\n'
+        '    - { pattern: "mcp__files__read_*", action: allow }\n'
+    )
+    script = {
+        "steps": [
+            {
+                "tool_calls": [
+                    {
+                        "name": "mcp__memory__create_entities",
+                        "id": "c1",
+                        "arguments": {
+                            "entities": [
+                                {"name": "ironhive", "entityType": "project", "observations": ["hosts agents"]}
+                            ]
+                        },
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "mcp__memory__read_graph", "id": "c2", "arguments": {}}]},
+            {
+                "tool_calls": [
+                    {"name": "mcp__files__read_text_file", "id": "c3", "arguments": {"path": str(shared / "hello.txt")}}
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "mcp__files__write_file",
+                        "id": "c4",
+                        "arguments": {"path": str(shared / "new.txt"), "content": "x"},
+                    }
+                ]
+            },
+            {"text": "done"},
+        ]
+    }
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    assert run_ironhive("mcp", "trust", cwd=project, home=tmp_path / "home").returncode == 0
+    completed = run_ironhive(
+        "--provider",
+        "scripted",
+        "-m",
+        str(tmp_path / "script.json"),
+        "-p",
+        "go",
+        "-o",
+        "jsonl",
+        cwd=project,
+        home=tmp_path / "home",
+        timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr
+    results = [line for line in map(json.loads, completed.stdout.splitlines()) if line["type"] == "tool_result"]
+    assert [result["success"] for result in results] == [True, True, True, False]
+    assert "hosts agents" in str(results[1]["result"])
+    assert "hello from the filesystem server" in str(results[2]["result"])
+    assert str(results[3]["result"]).startswith("Permission denied: ")
+    assert not (shared / "new.txt").exists()
