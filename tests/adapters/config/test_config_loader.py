@@ -377,8 +377,9 @@ def test_every_listed_variable_reaches_its_key(home: Path, project: Path) -> Non
         "rerankModel": "gpu-rerank",
     }
     assert dumped["openai"] == {"apiKey": "oa-key", "model": "oa-model", "endpoint": "http://127.0.0.1:1/v1"}
-    assert dumped["anthropic"] == {"apiKey": "an-key", "model": "an-model"}
-    assert dumped["googleai"] == {"apiKey": "g-key", "model": "g-model"}
+    # No variable sets the endpoint of these two (an ironhive addition, configured in YAML only).
+    assert dumped["anthropic"] == {"apiKey": "an-key", "model": "an-model", "endpoint": None}
+    assert dumped["googleai"] == {"apiKey": "g-key", "model": "g-model", "endpoint": None}
     assert dumped["xai"] == {"endpoint": "http://x/v1", "apiKey": "x-key", "model": "x-model"}
     assert dumped["azureopenai"] == {"endpoint": "http://az", "apiKey": "az-key", "deploymentName": "az-deploy"}
     assert dumped["ollama"] == {"endpoint": "http://ol", "model": "ol-model", "enabled": True}
