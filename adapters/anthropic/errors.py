@@ -7,10 +7,17 @@ from collections.abc import Mapping, Sequence
 
 import anthropic
 
+from ironhive.adapters.provider_errors import (
+    cause_of,
+    connection_reason,
+    is_retryable_status,
+    safe_message,
+    timed_out,
+    unexpected_failure,
+)
 from ironhive.adapters.retry_after import retry_after_from_headers
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
-_MAX_MESSAGE = 500
 # "prompt is too long: 210000 tokens > 200000 maximum", and the request whose input plus max_tokens does not fit:
 # "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or ...".
 _OVERFLOW_PATTERNS = (
@@ -20,11 +27,6 @@ _OVERFLOW_PATTERNS = (
 )
 # An ``error`` event inside a stream arrives after HTTP 200; its type says whether the failure is transient.
 _TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
-
-
-def is_retryable_status(status: int) -> bool:
-    """Whether a request that failed with ``status`` may succeed if sent again (529 is Anthropic's overload)."""
-    return status in (408, 409, 429) or status >= 500
 
 
 def translate_error(
@@ -42,21 +44,21 @@ def translate_error(
         status (``None`` for an error sent inside a stream), whether a retry may succeed and the requested delay.
     """
     if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
+        return timed_out(provider)
     if isinstance(exc, anthropic.APIConnectionError):
-        reason = _clip(_redact((str(exc.__cause__) if exc.__cause__ else "") or exc.message, secrets))
+        reason = connection_reason(exc, exc.message, secrets)
         return ProviderError(f"{provider} could not be reached: {reason}", retryable=True, provider=provider)
     if isinstance(exc, anthropic.APIStatusError):
         return _status_error(exc, provider, secrets)
     if isinstance(exc, anthropic.APIError):
-        message = _clip(_redact(_server_message(exc.body) or exc.message, secrets))
+        message = safe_message(_server_message(exc.body) or exc.message, secrets)
         return ProviderError(f"{provider} sent an answer ironhive cannot read: {message}", provider=provider)
-    return ProviderError(f"{provider} failed: {_clip(_redact(str(exc), secrets))}", provider=provider)
+    return unexpected_failure(exc, provider, secrets)
 
 
 def _status_error(exc: anthropic.APIStatusError, provider: str, secrets: Sequence[str]) -> ProviderError:
     raw_message = _server_message(exc.body) or exc.message
-    server_message = _clip(_redact(raw_message, secrets))
+    server_message = safe_message(raw_message, secrets)
     error_type = exc.type or _error_type(exc.body)
     if error_type in (None, "invalid_request_error") and (window := _overflow_window(raw_message)) is not None:
         return ContextOverflowError(
@@ -91,12 +93,8 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     Returns:
         Seconds to wait (never negative), or ``None`` when the response stated no usable value.
     """
-    current: BaseException | None = exc
-    while current is not None and not isinstance(current, anthropic.APIStatusError):
-        current = current.__cause__
-    if current is None:
-        return None
-    return retry_after_from_headers(current.response.headers.get)
+    status_error = cause_of(exc, anthropic.APIStatusError)
+    return None if status_error is None else retry_after_from_headers(status_error.response.headers.get)
 
 
 def _server_message(body: object) -> str:
@@ -122,18 +120,6 @@ def _overflow_window(server_message: str) -> int | None:
         if match := pattern.search(server_message):
             return int(match.group(1)) if match.groups() else 0
     return None
-
-
-def _clip(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
-
-
-def _redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
 
 
 __all__ = ["is_retryable_status", "retry_after_seconds", "translate_error"]

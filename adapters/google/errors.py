@@ -8,6 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 import aiohttp
 from google.genai import errors as genai_errors
 
+from ironhive.adapters.provider_errors import (
+    cause_of,
+    is_retryable_status,
+    safe_message,
+    timed_out,
+    unexpected_failure,
+)
 from ironhive.adapters.retry_after import parse_retry_after
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
@@ -21,7 +28,6 @@ SDK_ERRORS: tuple[type[BaseException], ...] = (
 """What a google-genai call may raise for a failed request: API errors, unreadable answers and transport failures
 (the SDK sends async requests through aiohttp and does not wrap its errors)."""
 
-_MAX_MESSAGE = 500
 _OVERFLOW_PATTERN = re.compile(
     r"input token count.*?exceeds the maximum number of tokens allowed\D*(\d+)", re.IGNORECASE
 )
@@ -29,11 +35,6 @@ _OVERFLOW_PATTERN = re.compile(
 _TRANSIENT_STATUSES = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED", "ABORTED"})
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
-
-
-def is_retryable_status(status: int) -> bool:
-    """Whether a request that failed with ``status`` may succeed if sent again."""
-    return status in (408, 409, 429) or status >= 500
 
 
 def translate_error(exc: BaseException, *, provider: str, secrets: Sequence[str] = ()) -> ProviderError:
@@ -51,20 +52,20 @@ def translate_error(exc: BaseException, *, provider: str, secrets: Sequence[str]
     if isinstance(exc, genai_errors.APIError):
         return _api_error(exc, provider, secrets)
     if isinstance(exc, TimeoutError):
-        return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
+        return timed_out(provider)
     if isinstance(exc, aiohttp.ClientError | OSError):
-        reason = _clip(_redact(str(exc) or type(exc).__name__, secrets))
+        reason = safe_message(str(exc) or type(exc).__name__, secrets)
         return ProviderError(f"could not connect to {provider}: {reason}", retryable=True, provider=provider)
     if isinstance(exc, genai_errors.UnknownApiResponseError):
         # The SDK quotes the raw answer; it is not repeated here.
         return ProviderError(f"{provider} sent an answer that is not valid JSON", provider=provider)
-    return ProviderError(f"{provider} failed: {_clip(_redact(str(exc), secrets))}", provider=provider)
+    return unexpected_failure(exc, provider, secrets)
 
 
 def _api_error(exc: genai_errors.APIError, provider: str, secrets: Sequence[str]) -> ProviderError:
     code = exc.code if isinstance(exc.code, int) and not isinstance(exc.code, bool) else None
     status = exc.status if isinstance(exc.status, str) else None
-    message = _clip(_redact(exc.message if isinstance(exc.message, str) and exc.message else _fallback(exc), secrets))
+    message = safe_message(exc.message if isinstance(exc.message, str) and exc.message else _fallback(exc), secrets)
     label = " ".join(str(item) for item in (code, status) if item)
     if (overflow := _OVERFLOW_PATTERN.search(message)) is not None:
         return ContextOverflowError(
@@ -94,9 +95,7 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     Returns:
         Seconds to wait (never negative), or ``None`` when the error stated no usable value.
     """
-    current: BaseException | None = exc
-    while current is not None and not isinstance(current, genai_errors.APIError):
-        current = current.__cause__
+    current = cause_of(exc, genai_errors.APIError)
     if current is None:
         return None
     header = parse_retry_after(_header(getattr(current.response, "headers", None), "retry-after"))
@@ -141,18 +140,6 @@ def _fallback(exc: genai_errors.APIError) -> str:
     if isinstance(details, str) and details.strip():
         return details
     return str(exc)
-
-
-def _clip(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
-
-
-def _redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
 
 
 __all__ = ["SDK_ERRORS", "is_retryable_status", "retry_after_seconds", "translate_error"]

@@ -7,21 +7,23 @@ from collections.abc import Mapping, Sequence
 
 import openai
 
+from ironhive.adapters.provider_errors import (
+    cause_of,
+    connection_reason,
+    is_retryable_status,
+    safe_message,
+    timed_out,
+    unexpected_failure,
+)
 from ironhive.adapters.retry_after import retry_after_from_headers
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
-_MAX_MESSAGE = 500
 _OVERFLOW_CODES = frozenset({"context_length_exceeded"})
 # llama.cpp's server reports an overflow with this error type and states the window as ``n_ctx``.
 _OVERFLOW_TYPES = frozenset({"exceed_context_size_error"})
 _WINDOW_PATTERN = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
 # Errors sent inside a stream carry no HTTP status; these types and codes say the failure is transient.
 _TRANSIENT_STREAM_ERRORS = frozenset({"server_error", "rate_limit_exceeded", "overloaded_error", "timeout"})
-
-
-def is_retryable_status(status: int) -> bool:
-    """Whether a request that failed with ``status`` may succeed if sent again."""
-    return status in (408, 409, 429) or status >= 500
 
 
 def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence[str] = ()) -> ProviderError:
@@ -37,12 +39,12 @@ def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence
         HTTP status and whether a retry may succeed.
     """
     if isinstance(exc, openai.APITimeoutError):
-        return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
+        return timed_out(provider)
     if isinstance(exc, openai.APIConnectionError):
-        reason = _clip(_redact((str(exc.__cause__) if exc.__cause__ else "") or exc.message, secrets))
+        reason = connection_reason(exc, exc.message, secrets)
         return ProviderError(f"could not connect to {provider}: {reason}", retryable=True, provider=provider)
     if isinstance(exc, openai.APIError):
-        server_message = _clip(_redact(_server_message(exc), secrets))
+        server_message = safe_message(_server_message(exc), secrets)
         status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
         if _is_overflow(exc, server_message):
             return ContextOverflowError(
@@ -61,7 +63,7 @@ def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence
             )
         transient = bool({exc.type, exc.code} & _TRANSIENT_STREAM_ERRORS)
         return ProviderError(f"{provider} reported an error: {server_message}", retryable=transient, provider=provider)
-    return ProviderError(f"{provider} failed: {_clip(_redact(str(exc), secrets))}", provider=provider)
+    return unexpected_failure(exc, provider, secrets)
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
@@ -74,12 +76,8 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     Returns:
         Seconds to wait (never negative), or ``None`` when the response stated no usable value.
     """
-    current: BaseException | None = exc
-    while current is not None and not isinstance(current, openai.APIStatusError):
-        current = current.__cause__
-    if current is None:
-        return None
-    return retry_after_from_headers(current.response.headers.get)
+    status_error = cause_of(exc, openai.APIStatusError)
+    return None if status_error is None else retry_after_from_headers(status_error.response.headers.get)
 
 
 def _server_message(exc: openai.APIError) -> str:
@@ -106,18 +104,6 @@ def _window(body: object, server_message: str) -> int | None:
             return n_ctx
     match = _WINDOW_PATTERN.search(server_message)
     return int(match.group(1)) if match else None
-
-
-def _clip(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _MAX_MESSAGE else flat[: _MAX_MESSAGE - 1] + "…"
-
-
-def _redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
 
 
 __all__ = ["is_retryable_status", "retry_after_seconds", "translate_error"]

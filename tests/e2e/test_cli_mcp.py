@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from tests.support.cli import run_ironhive
 
@@ -163,3 +165,16 @@ def test_the_npm_memory_and_filesystem_servers_through_the_cli(tmp_path: Path) -
     assert "hello from the filesystem server" in str(results[2]["result"])
     assert str(results[3]["result"]).startswith("Permission denied: ")
     assert not (shared / "new.txt").exists()
+
+
+def test_mcp_list_json(tmp_path: Path, project: Path, snapshot: SnapshotAssertion) -> None:
+    before = run_ironhive("mcp", "list", "-o", "json", "--offline", cwd=project, home=tmp_path / "home")
+    run_ironhive("mcp", "trust", cwd=project, home=tmp_path / "home")
+    after = run_ironhive("mcp", "list", "-o", "json", "--offline", cwd=project, home=tmp_path / "home")
+    normalised = [
+        re.sub(r'"sha256": "[0-9a-f]{64}"', '"sha256": "<sha256>"', result.stdout)
+        .replace(str(tmp_path), "<tmp>")
+        .replace(sys.executable, "<python>")
+        for result in (before, after)
+    ]
+    assert normalised == snapshot

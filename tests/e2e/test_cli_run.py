@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from tests.support.cli import run_ironhive
 
@@ -83,8 +84,9 @@ def test_auto_commit_skips_without_changes_or_repository(tmp_path: Path, reposit
     assert outside.returncode == 0
 
 
-def test_run_json_and_prompt_required(tmp_path: Path, repository: Path) -> None:
+def test_run_json_and_prompt_required(tmp_path: Path, repository: Path, snapshot: SnapshotAssertion) -> None:
     completed = run(tmp_path, repository, WRITE_MODULE, "-p", "Add a module", "--json")
+    assert completed.stdout == snapshot
     assert json.loads(completed.stdout) == {
         "content": "Added src/new.py.",
         "thinking": None,

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 from aiohttp import web
 
 from ironhive.adapters.protocol.models import DEFAULT_PROTOCOL, ServerRequest, UnreadableLineError
+from tests.support.loopback_server import start_site
 
 Json: TypeAlias = dict[str, Any]
 
@@ -88,11 +89,7 @@ class LoopbackAgentHost:
         app.router.add_post("/api/agent/{agent_id}/ready", self._ready)
         app.router.add_get("/api/agent/{agent_id}/inbox", self._inbox)
         app.router.add_post("/api/agent/{agent_id}/events", self._events)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        self._runner, self._port = await start_site(app, shutdown_timeout=1.0)
         return self
 
     async def __aexit__(

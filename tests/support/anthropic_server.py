@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from types import TracebackType
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from aiohttp import web
 
-Json: TypeAlias = dict[str, Any]
+from tests.support.loopback_server import ErrorReply, Json, LoopbackHttpServer, ScriptedCall, pieces
 
 SIGNATURE = "EqQBCkgIARABGAIiQLoopbackSignatureOfThinking0123456789abcdefAAAA=="
 """The signature the server puts on thinking blocks unless a reply names another."""
@@ -49,20 +46,6 @@ UsageSpec: TypeAlias = "tuple[int, int] | TokenUsage | None"
 
 
 @dataclass(frozen=True, kw_only=True)
-class ScriptedCall:
-    """One tool call; ``arguments`` as a mapping is sent as JSON, as a string verbatim (even if malformed)."""
-
-    call_id: str | None
-    name: str
-    arguments: Mapping[str, Any] | str
-
-    @property
-    def arguments_text(self) -> str:
-        """The arguments as the stream carries them."""
-        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
-
-
-@dataclass(frozen=True, kw_only=True)
 class MessageReply:
     """An answer: an optional thinking block, text, then tool calls, with the API's block and event order.
 
@@ -91,15 +74,6 @@ class MessageReply:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ErrorReply:
-    """An HTTP error with Anthropic's error body."""
-
-    status: int
-    body: Json
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
 class StreamErrorReply:
     """A stream that sends ``before`` as text, then an SSE ``error`` event, as the API does when it fails mid-stream."""
 
@@ -115,10 +89,6 @@ ReplyFunction: TypeAlias = Callable[[Json], "Reply | str"]
 def error_body(error_type: str, message: str, *, request_id: str = "req_011CLoopback0000000000") -> Json:
     """An error body exactly as Anthropic shapes it."""
     return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": request_id}
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[start : start + size] for start in range(0, len(text), max(1, size))]
 
 
 def _input_object(call: ScriptedCall) -> Json:
@@ -185,9 +155,9 @@ def stream_events(
             chunks = reply.chunks if reply.chunks is not None else [reply.text]
             blocks.append(({"type": "text", "text": ""}, [{"type": "text_delta", "text": c} for c in chunks if c]))
         for call_id, call in zip(call_ids, reply.calls, strict=True):
-            pieces = ["", *_pieces(call.arguments_text, reply.argument_piece)]
+            parts = ["", *pieces(call.arguments_text, reply.argument_piece)]
             start = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
-            blocks.append((start, [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]))
+            blocks.append((start, [{"type": "input_json_delta", "partial_json": piece} for piece in parts]))
     for index, (start, deltas) in enumerate(blocks):
         events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": start}))
         if index == 0:
@@ -286,7 +256,7 @@ def _thinking_problem(body: Json, messages: list[Json]) -> str | None:
     )
 
 
-class LoopbackAnthropicServer:
+class LoopbackAnthropicServer(LoopbackHttpServer[Reply, Json]):
     """An Anthropic Messages API server on 127.0.0.1 running in a background thread, answering from a script.
 
     Every ``POST /v1/messages`` is checked as the real API checks it (``anthropic-version`` header, key, the request
@@ -300,84 +270,15 @@ class LoopbackAnthropicServer:
         api_key: When set, requests without it (``x-api-key`` or ``Authorization: Bearer``) get Anthropic's 401.
     """
 
+    _label = "Anthropic"
+
     def __init__(
         self, *, port: int = 0, models: Sequence[str] = ("claude-test", "claude-test-small"), api_key: str | None = None
     ) -> None:
-        self._port = port
-        self._models = tuple(models)
-        self._api_key = api_key
-        self._lock = threading.Lock()
-        self._replies: collections.deque[Reply | ReplyFunction] = collections.deque()
-        self._requests: list[Json] = []
-        self._headers: list[dict[str, str]] = []
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._failure: BaseException | None = None
-        self._counter = 0
+        super().__init__(port=port, models=models, api_key=api_key)
         self._calls = 0
 
-    # -- lifecycle -------------------------------------------------------------------------------------------------
-
-    def __enter__(self) -> LoopbackAnthropicServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> LoopbackAnthropicServer:
-        """Start serving; returns once the port is bound."""
-        self._thread = threading.Thread(target=self._run, name="loopback-anthropic", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout=15):
-            raise RuntimeError("the loopback Anthropic server did not start in time")
-        if self._failure is not None:
-            raise RuntimeError("the loopback Anthropic server failed to start") from self._failure
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and wait for the thread to end."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        if self._loop is not None and self._stop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
-                self._loop.call_soon_threadsafe(self._stop.set)
-        thread.join(timeout=15)
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL as the SDK takes it (no ``/v1``)."""
-        return f"http://127.0.0.1:{self._port}"
-
-    @property
-    def requests(self) -> list[Json]:
-        """The JSON bodies of the ``/v1/messages`` requests received, in order."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def request_headers(self) -> list[dict[str, str]]:
-        """The headers of the ``/v1/messages`` requests received, in order (names lower-cased)."""
-        with self._lock:
-            return list(self._headers)
-
-    @property
-    def pending_replies(self) -> int:
-        """How many scripted replies have not been used yet."""
-        with self._lock:
-            return len(self._replies)
-
     # -- script ----------------------------------------------------------------------------------------------------
-
-    def enqueue(self, reply: Reply | ReplyFunction) -> LoopbackAnthropicServer:
-        """Queue one reply (or a function of the request body returning one, or a text)."""
-        with self._lock:
-            self._replies.append(reply)
-        return self
 
     def enqueue_text(
         self,
@@ -410,16 +311,6 @@ class LoopbackAnthropicServer:
         pieces = (thinking,) if isinstance(thinking, str) else tuple(thinking)
         reply = MessageReply(text=text, thinking=pieces, calls=scripted, argument_piece=argument_piece)
         return self.enqueue(replace(reply, usage=_usage(usage)))
-
-    def enqueue_error(
-        self, status: int, body: Json, headers: Mapping[str, str] | None = None
-    ) -> LoopbackAnthropicServer:
-        """Queue an HTTP error with a JSON body."""
-        return self.enqueue(ErrorReply(status=status, body=body, headers=dict(headers or {})))
-
-    def enqueue_function(self, function: ReplyFunction) -> LoopbackAnthropicServer:
-        """Queue a function that receives the request body and returns a reply or a text."""
-        return self.enqueue(function)
 
     def enqueue_rate_limit(self, retry_after: float = 1) -> LoopbackAnthropicServer:
         """Queue Anthropic's 429 ``rate_limit_error`` with ``retry-after`` and rate-limit headers."""
@@ -467,29 +358,15 @@ class LoopbackAnthropicServer:
 
     # -- serving ---------------------------------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as exc:  # reported to start(); the thread must not die silently
-            self._failure = exc
-            self._ready.set()
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        app = web.Application()
+    def _add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/v1/models", self._list_models)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", self._port)
-            await site.start()
-            self._port = int(runner.addresses[0][1])
-            self._ready.set()
-            await self._stop.wait()
-        finally:
-            await runner.cleanup()
+
+    def _internal_error_body(self, message: str) -> Json:
+        return error_body("api_error", message)
+
+    def _text_reply(self, text: str) -> Reply:
+        return MessageReply(text=text)
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         if "anthropic-version" not in request.headers:
@@ -532,12 +409,7 @@ class LoopbackAnthropicServer:
             return _error_response(400, "invalid_request_error", "There was an error parsing the body of your request.")
         refusal = self._refusal(request)
         invalid = validate_request(body) if refusal is None and isinstance(body, dict) else None
-        with self._lock:
-            self._requests.append(body)
-            self._headers.append({name.lower(): value for name, value in request.headers.items()})
-            self._counter += 1
-            number = self._counter
-            scripted = self._replies.popleft() if self._replies and refusal is None and invalid is None else None
+        number, scripted = self._take(body, request.headers, consume=refusal is None and invalid is None)
         if refusal is not None:
             return refusal
         if invalid is not None:
@@ -567,19 +439,6 @@ class LoopbackAnthropicServer:
                 self._calls += 1
                 ids.append(call.call_id or f"toolu_01Loopback{self._calls:012d}")
         return ids
-
-    def _resolve(self, scripted: Reply | ReplyFunction | None, body: Json, number: int) -> Reply:
-        if scripted is None:
-            message = f"LoopbackAnthropicServer: the script ran out of replies at request #{number}"
-            return ErrorReply(status=500, body=error_body("api_error", message))
-        if not callable(scripted):
-            return scripted
-        try:
-            produced = scripted(body)
-        except Exception as exc:  # the test sees the failure as the provider's 500
-            message = f"LoopbackAnthropicServer: the reply function failed: {exc!r}"
-            return ErrorReply(status=500, body=error_body("api_error", message))
-        return MessageReply(text=produced) if isinstance(produced, str) else produced
 
     async def _stream(
         self,
@@ -626,3 +485,24 @@ def _estimated_usage(body: Json, reply: MessageReply | StreamErrorReply) -> Toke
 
 def _error_response(status: int, error_type: str, message: str) -> web.Response:
     return web.json_response(error_body(error_type, message), status=status, headers={"request-id": "req_011CLoopback"})
+
+
+__all__ = [
+    "ERROR_STATUS",
+    "SIGNATURE",
+    "ErrorReply",
+    "Json",
+    "LoopbackAnthropicServer",
+    "MessageReply",
+    "Reply",
+    "ReplyFunction",
+    "ScriptedCall",
+    "StreamErrorReply",
+    "TokenUsage",
+    "UsageSpec",
+    "content_blocks",
+    "error_body",
+    "message_json",
+    "stream_events",
+    "validate_request",
+]

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
-import collections
-import contextlib
 import json
-import signal
 import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import TracebackType
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from aiohttp import web
 
-Json: TypeAlias = dict[str, Any]
+from tests.support.loopback_server import ErrorReply, Json, LoopbackHttpServer, serve_script
 
 DEFAULT_SIGNATURE = base64.b64encode(b"loopback-thought-signature").decode()
 """The thought signature the first function call of a reply carries unless told otherwise, as Gemini 3 sends one."""
@@ -65,15 +58,6 @@ class BlockedReply:
 
     block_reason: str = "SAFETY"
     usage: tuple[int, int] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class ErrorReply:
-    """An HTTP error with Google's JSON error body."""
-
-    status: int
-    body: Json
-    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,11 +152,13 @@ def whole_parts(reply: TextReply | FunctionCallsReply) -> list[Json]:
     return parts or [{"text": ""}]
 
 
-class LoopbackGeminiServer:
+class LoopbackGeminiServer(LoopbackHttpServer[Reply, RecordedRequest]):
     """A Gemini API server on 127.0.0.1 running in a background thread, answering from a script.
 
     Every ``POST /v1beta/models/{model}:generateContent`` or ``:streamGenerateContent`` takes the next reply of the
-    queue; when the queue is empty it answers Google's 500. ``GET /v1beta/models`` lists ``models``.
+    queue; when the queue is empty it answers Google's 500. ``GET /v1beta/models`` lists ``models``. ``requests``
+    holds the generate-content requests as ``RecordedRequest``s; ``base_url`` is the root (the SDK appends
+    ``v1beta/``).
 
     Args:
         port: The port to listen on; 0 picks a free one.
@@ -181,74 +167,13 @@ class LoopbackGeminiServer:
             key) or 400 ``API_KEY_INVALID`` (a wrong key).
     """
 
+    _label = "Gemini"
+    _path = "/"
+
     def __init__(self, *, port: int = 0, models: Sequence[str] = ("gemini-test",), api_key: str | None = None) -> None:
-        self._port = port
-        self._models = tuple(models)
-        self._api_key = api_key
-        self._lock = threading.Lock()
-        self._replies: collections.deque[Reply | ReplyFunction] = collections.deque()
-        self._requests: list[RecordedRequest] = []
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._failure: BaseException | None = None
-        self._counter = 0
-
-    # -- lifecycle -------------------------------------------------------------------------------------------------
-
-    def __enter__(self) -> LoopbackGeminiServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> LoopbackGeminiServer:
-        """Start serving; returns once the port is bound."""
-        self._thread = threading.Thread(target=self._run, name="loopback-gemini", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout=15):
-            raise RuntimeError("the loopback Gemini server did not start in time")
-        if self._failure is not None:
-            raise RuntimeError("the loopback Gemini server failed to start") from self._failure
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and wait for the thread to end."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        if self._loop is not None and self._stop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
-                self._loop.call_soon_threadsafe(self._stop.set)
-        thread.join(timeout=15)
-
-    @property
-    def base_url(self) -> str:
-        """The server's root URL (the SDK appends ``v1beta/``)."""
-        return f"http://127.0.0.1:{self._port}/"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """The generate-content requests received, in order."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def pending_replies(self) -> int:
-        """How many scripted replies have not been used yet."""
-        with self._lock:
-            return len(self._replies)
+        super().__init__(port=port, models=models, api_key=api_key)
 
     # -- script ----------------------------------------------------------------------------------------------------
-
-    def enqueue(self, reply: Reply | ReplyFunction) -> LoopbackGeminiServer:
-        """Queue one reply (or a function of the request body returning one, or a text)."""
-        with self._lock:
-            self._replies.append(reply)
-        return self
 
     def enqueue_text(
         self,
@@ -292,10 +217,6 @@ class LoopbackGeminiServer:
         return self.enqueue(
             FunctionCallsReply(calls=scripted, text=text, thoughts=tuple(thoughts), usage=usage, signature=signature)
         )
-
-    def enqueue_error(self, status: int, body: Json, headers: Mapping[str, str] | None = None) -> LoopbackGeminiServer:
-        """Queue an HTTP error with a JSON body."""
-        return self.enqueue(ErrorReply(status=status, body=body, headers=dict(headers or {})))
 
     def enqueue_rate_limit(self, retry_delay: str = "37s", *, retry_after: str | None = None) -> LoopbackGeminiServer:
         """Queue Google's 429 RESOURCE_EXHAUSTED with its QuotaFailure, Help and RetryInfo details."""
@@ -374,29 +295,15 @@ class LoopbackGeminiServer:
 
     # -- serving ---------------------------------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as exc:  # reported to start(); the thread must not die silently
-            self._failure = exc
-            self._ready.set()
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        app = web.Application()
+    def _add_routes(self, app: web.Application) -> None:
         app.router.add_post("/{version}/models/{target}", self._generate)
         app.router.add_get("/{version}/models", self._list_models)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", self._port)
-            await site.start()
-            self._port = int(runner.addresses[0][1])
-            self._ready.set()
-            await self._stop.wait()
-        finally:
-            await runner.cleanup()
+
+    def _internal_error_body(self, message: str) -> Json:
+        return error_body(500, message, "INTERNAL")
+
+    def _text_reply(self, text: str) -> Reply:
+        return TextReply(text=text)
 
     def _auth_error(self, request: web.Request) -> web.Response | None:
         if self._api_key is None:
@@ -441,20 +348,15 @@ class LoopbackGeminiServer:
             message = "Invalid JSON payload received. Unexpected token."
             return web.json_response(error_body(400, message, "INVALID_ARGUMENT"), status=400)
         denied = self._auth_error(request)
-        with self._lock:
-            self._requests.append(
-                RecordedRequest(
-                    api_version=request.match_info["version"],
-                    model=model,
-                    method=method,
-                    query=dict(request.query),
-                    headers={name.lower(): value for name, value in request.headers.items()},
-                    body=body,
-                )
-            )
-            self._counter += 1
-            number = self._counter
-            scripted = self._replies.popleft() if self._replies and denied is None else None
+        recorded = RecordedRequest(
+            api_version=request.match_info["version"],
+            model=model,
+            method=method,
+            query=dict(request.query),
+            headers={name.lower(): value for name, value in request.headers.items()},
+            body=body,
+        )
+        number, scripted = self._take(recorded, request.headers, consume=denied is None)
         if denied is not None:
             return denied
         reply = self._resolve(scripted, body, number)
@@ -466,19 +368,6 @@ class LoopbackGeminiServer:
         if isinstance(reply, StreamErrorReply):
             return web.json_response(reply.error, status=500)
         return web.json_response(_whole_response(reply, envelope))
-
-    def _resolve(self, scripted: Reply | ReplyFunction | None, body: Json, number: int) -> Reply:
-        if scripted is None:
-            message = f"LoopbackGeminiServer: the script ran out of replies at request #{number}"
-            return ErrorReply(status=500, body=error_body(500, message, "INTERNAL"))
-        if not callable(scripted):
-            return scripted
-        try:
-            produced = scripted(body)
-        except Exception as exc:  # the test sees the failure as the provider's 500
-            message = f"LoopbackGeminiServer: the reply function failed: {exc!r}"
-            return ErrorReply(status=500, body=error_body(500, message, "INTERNAL"))
-        return TextReply(text=produced) if isinstance(produced, str) else produced
 
     async def _stream(self, request: web.Request, reply: Reply, envelope: Json) -> web.StreamResponse:
         assert not isinstance(reply, ErrorReply)
@@ -600,21 +489,28 @@ def reply_from_json(item: Json) -> Reply:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a script file until SIGTERM/SIGINT; the base URL is the first line on stdout."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--script", type=Path, required=True, help="JSON file holding a list of replies")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args(argv)
-    replies = [reply_from_json(item) for item in json.loads(args.script.read_text(encoding="utf-8"))]
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    with LoopbackGeminiServer(port=args.port) as server:
-        for reply in replies:
-            server.enqueue(reply)
-        print(server.base_url, flush=True)
-        while not done.wait(0.5):
-            pass
-    return 0
+    return serve_script(lambda port: LoopbackGeminiServer(port=port), reply_from_json, argv, __doc__)
+
+
+__all__ = [
+    "DEFAULT_SIGNATURE",
+    "BlockedReply",
+    "ErrorReply",
+    "FunctionCallsReply",
+    "Json",
+    "LoopbackGeminiServer",
+    "RecordedRequest",
+    "Reply",
+    "ReplyFunction",
+    "ScriptedCall",
+    "StreamErrorReply",
+    "TextReply",
+    "error_body",
+    "main",
+    "reply_from_json",
+    "stream_parts",
+    "whole_parts",
+]
 
 
 if __name__ == "__main__":

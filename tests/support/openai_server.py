@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import collections
-import contextlib
 import json
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import TracebackType
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from aiohttp import web
 
-Json: TypeAlias = dict[str, Any]
+from tests.support.loopback_server import ErrorReply, Json, LoopbackHttpServer, ScriptedCall, pieces, serve_script
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,20 +28,6 @@ class TextReply:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ScriptedCall:
-    """One tool call; ``arguments`` as a mapping is sent as JSON, as a string is sent verbatim (even if malformed)."""
-
-    call_id: str | None
-    name: str
-    arguments: Mapping[str, Any] | str
-
-    @property
-    def arguments_text(self) -> str:
-        """The arguments as the wire carries them."""
-        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
-
-
-@dataclass(frozen=True, kw_only=True)
 class ToolCallsReply:
     """Tool calls, their arguments split over several deltas of ``argument_piece`` characters as the real API does."""
 
@@ -56,15 +35,6 @@ class ToolCallsReply:
     usage: tuple[int, int] | None = None
     text: str = ""
     argument_piece: int = 5
-
-
-@dataclass(frozen=True, kw_only=True)
-class ErrorReply:
-    """An HTTP error with an OpenAI-shaped JSON body."""
-
-    status: int
-    body: Json
-    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,10 +70,6 @@ def _usage(usage: tuple[int, int]) -> Json:
     }
 
 
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[start : start + size] for start in range(0, len(text), max(1, size))]
-
-
 def stream_deltas(reply: TextReply | ToolCallsReply | StreamErrorReply) -> list[tuple[Json, str | None]]:
     """The ``(delta, finish_reason)`` pairs of a streamed reply, in the order the real API sends them."""
     deltas: list[tuple[Json, str | None]] = []
@@ -134,7 +100,7 @@ def stream_deltas(reply: TextReply | ToolCallsReply | StreamErrorReply) -> list[
             deltas.append(({"tool_calls": [head]}, None))
         deltas += [
             ({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, None)
-            for piece in _pieces(call.arguments_text, reply.argument_piece)
+            for piece in pieces(call.arguments_text, reply.argument_piece)
         ]
     if not reply.calls and not reply.text:
         deltas.append(({**opening, "refusal": None}, None))
@@ -156,11 +122,12 @@ def completion_message(reply: TextReply | ToolCallsReply) -> tuple[Json, str]:
     return {**message, "tool_calls": calls}, "tool_calls"
 
 
-class LoopbackOpenAIServer:
+class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
     """An OpenAI chat-completions server on 127.0.0.1 running in a background thread, answering from a script.
 
     Every ``POST /v1/chat/completions`` takes the next reply of the queue; when the queue is empty it answers 500
-    with an OpenAI-shaped error. ``GET /v1/models`` lists ``models``.
+    with an OpenAI-shaped error. ``GET /v1/models`` lists ``models``. ``requests`` holds the JSON bodies of the
+    chat-completions requests.
 
     Args:
         port: The port to listen on; 0 picks a free one.
@@ -168,81 +135,13 @@ class LoopbackOpenAIServer:
         api_key: When set, requests without ``Authorization: Bearer <api_key>`` get OpenAI's 401.
     """
 
+    _label = "OpenAI"
+    _path = "/v1"
+
     def __init__(self, *, port: int = 0, models: Sequence[str] = ("gpt-test",), api_key: str | None = None) -> None:
-        self._port = port
-        self._models = tuple(models)
-        self._api_key = api_key
-        self._lock = threading.Lock()
-        self._replies: collections.deque[Reply | ReplyFunction] = collections.deque()
-        self._requests: list[Json] = []
-        self._headers: list[dict[str, str]] = []
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._failure: BaseException | None = None
-        self._counter = 0
-
-    # -- lifecycle -------------------------------------------------------------------------------------------------
-
-    def __enter__(self) -> LoopbackOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> LoopbackOpenAIServer:
-        """Start serving; returns once the port is bound."""
-        self._thread = threading.Thread(target=self._run, name="loopback-openai", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout=15):
-            raise RuntimeError("the loopback OpenAI server did not start in time")
-        if self._failure is not None:
-            raise RuntimeError("the loopback OpenAI server failed to start") from self._failure
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and wait for the thread to end."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        if self._loop is not None and self._stop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
-                self._loop.call_soon_threadsafe(self._stop.set)
-        thread.join(timeout=15)
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL, ending in ``/v1``."""
-        return f"http://127.0.0.1:{self._port}/v1"
-
-    @property
-    def requests(self) -> list[Json]:
-        """The JSON bodies of the chat-completions requests received, in order."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def request_headers(self) -> list[dict[str, str]]:
-        """The headers of the chat-completions requests received, in order (names lower-cased)."""
-        with self._lock:
-            return list(self._headers)
-
-    @property
-    def pending_replies(self) -> int:
-        """How many scripted replies have not been used yet."""
-        with self._lock:
-            return len(self._replies)
+        super().__init__(port=port, models=models, api_key=api_key)
 
     # -- script ----------------------------------------------------------------------------------------------------
-
-    def enqueue(self, reply: Reply | ReplyFunction) -> LoopbackOpenAIServer:
-        """Queue one reply (or a function of the request body returning one, or a text)."""
-        with self._lock:
-            self._replies.append(reply)
-        return self
 
     def enqueue_text(
         self,
@@ -280,14 +179,6 @@ class LoopbackOpenAIServer:
         """Queue tool calls given as ``(call_id, name, arguments)``; a ``None`` id is left out of the wire."""
         scripted = [ScriptedCall(call_id=call_id, name=name, arguments=arguments) for call_id, name, arguments in calls]
         return self.enqueue(ToolCallsReply(calls=scripted, usage=usage, text=text, argument_piece=argument_piece))
-
-    def enqueue_error(self, status: int, body: Json, headers: Mapping[str, str] | None = None) -> LoopbackOpenAIServer:
-        """Queue an HTTP error with a JSON body."""
-        return self.enqueue(ErrorReply(status=status, body=body, headers=dict(headers or {})))
-
-    def enqueue_function(self, function: ReplyFunction) -> LoopbackOpenAIServer:
-        """Queue a function that receives the request body and returns a reply or a text."""
-        return self.enqueue(function)
 
     def enqueue_rate_limit(self, retry_after: float = 1) -> LoopbackOpenAIServer:
         """Queue OpenAI's 429 with a ``Retry-After`` header in seconds."""
@@ -331,29 +222,15 @@ class LoopbackOpenAIServer:
 
     # -- serving ---------------------------------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as exc:  # reported to start(); the thread must not die silently
-            self._failure = exc
-            self._ready.set()
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        app = web.Application()
+    def _add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._list_models)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", self._port)
-            await site.start()
-            self._port = int(runner.addresses[0][1])
-            self._ready.set()
-            await self._stop.wait()
-        finally:
-            await runner.cleanup()
+
+    def _internal_error_body(self, message: str) -> Json:
+        return error_body(message, "server_error")
+
+    def _text_reply(self, text: str) -> Reply:
+        return TextReply(text=text)
 
     async def _list_models(self, request: web.Request) -> web.Response:
         data = [
@@ -368,12 +245,7 @@ class LoopbackOpenAIServer:
             unparsable = error_body("We could not parse the JSON body of your request.", "invalid_request_error")
             return web.json_response(unparsable, status=400)
         authorized = self._api_key is None or request.headers.get("Authorization") == f"Bearer {self._api_key}"
-        with self._lock:
-            self._requests.append(body)
-            self._headers.append({name.lower(): value for name, value in request.headers.items()})
-            self._counter += 1
-            number = self._counter
-            scripted = self._replies.popleft() if self._replies and authorized else None
+        number, scripted = self._take(body, request.headers, consume=authorized)
         if not authorized:
             unauthorized = error_body("Incorrect API key provided.", "invalid_request_error", code="invalid_api_key")
             return web.json_response(unauthorized, status=401)
@@ -401,19 +273,6 @@ class LoopbackOpenAIServer:
         if reply.usage is not None:
             answer["usage"] = _usage(reply.usage)
         return web.json_response(answer)
-
-    def _resolve(self, scripted: Reply | ReplyFunction | None, body: Json, number: int) -> Reply:
-        if scripted is None:
-            message = f"LoopbackOpenAIServer: the script ran out of replies at request #{number}"
-            return ErrorReply(status=500, body=error_body(message, "server_error"))
-        if not callable(scripted):
-            return scripted
-        try:
-            produced = scripted(body)
-        except Exception as exc:  # the test sees the failure as the provider's 500
-            message = f"LoopbackOpenAIServer: the reply function failed: {exc!r}"
-            return ErrorReply(status=500, body=error_body(message, "server_error"))
-        return TextReply(text=produced) if isinstance(produced, str) else produced
 
     async def _stream(
         self, request: web.Request, reply: Reply, completion_id: str, model: str, include_usage: bool
@@ -485,21 +344,25 @@ def reply_from_json(item: Json) -> Reply:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a script file until SIGTERM/SIGINT; the base URL is the first line on stdout."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--script", type=Path, required=True, help="JSON file holding a list of replies")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args(argv)
-    replies = [reply_from_json(item) for item in json.loads(args.script.read_text(encoding="utf-8"))]
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    with LoopbackOpenAIServer(port=args.port) as server:
-        for reply in replies:
-            server.enqueue(reply)
-        print(server.base_url, flush=True)
-        while not done.wait(0.5):
-            pass
-    return 0
+    return serve_script(lambda port: LoopbackOpenAIServer(port=port), reply_from_json, argv, __doc__)
+
+
+__all__ = [
+    "ErrorReply",
+    "Json",
+    "LoopbackOpenAIServer",
+    "Reply",
+    "ReplyFunction",
+    "ScriptedCall",
+    "StreamErrorReply",
+    "TextReply",
+    "ToolCallsReply",
+    "completion_message",
+    "error_body",
+    "main",
+    "reply_from_json",
+    "stream_deltas",
+]
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from tests.support.loopback_server import start_site
+
 TAVILY_KEY = "tvly-test-key"
 SEARCHAPI_KEY = "searchapi-test-key"
 
@@ -96,11 +98,7 @@ class WebFake:
     async def __aenter__(self) -> WebFake:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = self._runner.addresses[0][1]
+        self._runner, self._port = await start_site(app)
         return self
 
     async def __aexit__(

@@ -1,0 +1,80 @@
+"""Helpers the provider adapters share to turn SDK exceptions into ironhive's ``ProviderError``s."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+from ironhive.domain.errors import ProviderError
+
+MAX_MESSAGE = 500
+"""The most characters of a server's message a ``ProviderError`` repeats."""
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def is_retryable_status(status: int) -> bool:
+    """Whether a request that failed with HTTP ``status`` may succeed if sent again (Anthropic's 529 included)."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def clip(text: str) -> str:
+    """``text`` on one line, cut to ``MAX_MESSAGE`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_MESSAGE else flat[: MAX_MESSAGE - 1] + "…"
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret (the API key) replaced; secrets shorter than 4 characters are left alone."""
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+def safe_message(text: str, secrets: Sequence[str]) -> str:
+    """``text`` fit to repeat in an error: secrets redacted, then clipped."""
+    return clip(redact(text, secrets))
+
+
+def connection_reason(exc: BaseException, fallback: str, secrets: Sequence[str]) -> str:
+    """Why a connection failed: the underlying cause's text when there is one, else ``fallback``, made safe."""
+    return safe_message((str(exc.__cause__) if exc.__cause__ else "") or fallback, secrets)
+
+
+def cause_of(exc: BaseException, kind: type[_E]) -> _E | None:
+    """``exc`` or the first error of its ``__cause__`` chain that is a ``kind`` (a translated error leads to the SDK's).
+
+    Args:
+        exc: The error to start from.
+        kind: The exception class to look for.
+    """
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, kind):
+            return current
+        current = current.__cause__
+    return None
+
+
+def timed_out(provider: str) -> ProviderError:
+    """The retryable error for a provider that did not answer in time."""
+    return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
+
+
+def unexpected_failure(exc: BaseException, provider: str, secrets: Sequence[str]) -> ProviderError:
+    """The error for an SDK exception no other rule matched."""
+    return ProviderError(f"{provider} failed: {safe_message(str(exc), secrets)}", provider=provider)
+
+
+__all__ = [
+    "MAX_MESSAGE",
+    "cause_of",
+    "clip",
+    "connection_reason",
+    "is_retryable_status",
+    "redact",
+    "safe_message",
+    "timed_out",
+    "unexpected_failure",
+]
