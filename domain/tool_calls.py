@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from ironhive.ports.chat import JsonValue, ToolCallPart
 
@@ -34,3 +35,8 @@ def make_tool_call(call_id: str, name: str, arguments_text: str | None) -> ToolC
             parse_error=f"TypeError: the arguments must be a JSON object, not {type(parsed).__name__}",
         )
     return ToolCallPart(call_id=call_id, name=name, arguments=parsed, arguments_text=text)
+
+
+def new_call_id(prefix: str = "call") -> str:
+    """A fresh id for a tool call that arrived without one (``<prefix>_`` and 24 hex digits)."""
+    return f"{prefix}_{uuid.uuid4().hex[:24]}"

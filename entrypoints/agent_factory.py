@@ -101,7 +101,7 @@ class AgentSettings:
             working_directory=working_directory,
             approval=approval,
             initial_mode=initial_mode,
-            compaction=CompactionConfig.from_mapping(config.compaction.model_dump(by_alias=True, exclude_unset=True)),
+            compaction=config.compaction.to_domain(),
             behavior=ChatBehavior(
                 maximum_iterations_per_request=behavior.maximum_iterations_per_request,
                 maximum_consecutive_errors_per_request=behavior.maximum_consecutive_errors_per_request,

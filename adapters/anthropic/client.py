@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
-from types import TracebackType
+from functools import partial
 
 import anthropic
 
 from ironhive.adapters.anthropic.errors import translate_error
 from ironhive.adapters.anthropic.mapping import MessagesRequest, ThinkingMemory, build_request
 from ironhive.adapters.anthropic.responses import StreamAccumulator, signed_thinking_of, to_chat_response
+from ironhive.adapters.closing import AsyncClosing
 from ironhive.domain.errors import ConfigurationError
+from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
 
 _PROVIDER = "anthropic"
@@ -19,16 +20,12 @@ _PROVIDER = "anthropic"
 _NO_KEY = "no-key"
 
 
-def _new_call_id() -> str:
-    return f"toolu_{uuid.uuid4().hex[:24]}"
-
-
 def _without_version(base_url: str) -> str:
     trimmed = base_url.rstrip("/")
     return trimmed.removesuffix("/v1") if trimmed.endswith("/v1") else trimmed
 
 
-class AnthropicChatClient:
+class AnthropicChatClient(AsyncClosing):
     """A ``ChatClient`` that talks to Anthropic's Messages API through the anthropic SDK.
 
     The SDK client is built on first use, so constructing this object does no I/O. The SDK's own retries are off:
@@ -75,7 +72,7 @@ class AnthropicChatClient:
         self._model = model
         self._base_url = _without_version(base_url) if base_url is not None else None
         self._timeout = timeout
-        self._id_factory = id_factory or _new_call_id
+        self._id_factory = id_factory or partial(new_call_id, "toolu")
         self._max_output_tokens_default = max_output_tokens_default
         self._thinking = ThinkingMemory()
         self._sdk: anthropic.AsyncAnthropic | None = None
@@ -140,16 +137,6 @@ class AnthropicChatClient:
         if self._sdk is not None:
             sdk, self._sdk = self._sdk, None
             await sdk.close()
-
-    close = aclose
-
-    async def __aenter__(self) -> AnthropicChatClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     def _request(self, messages: Sequence[ChatMessage], options: ChatOptions) -> MessagesRequest:
         return build_request(

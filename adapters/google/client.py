@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
-from types import TracebackType
 from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -13,9 +11,11 @@ import aiohttp
 from google import genai
 from google.genai import types
 
+from ironhive.adapters.closing import AsyncClosing
 from ironhive.adapters.google.errors import SDK_ERRORS, translate_error
 from ironhive.adapters.google.mapping import CallMemory, StreamAccumulator, build_request, to_chat_response
 from ironhive.domain.errors import ConfigurationError
+from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
 
 DEFAULT_API_VERSION = "v1beta"
@@ -26,10 +26,6 @@ _PROVIDER = "google"
 # The SDK reads streamed lines of any length but sizes its own sessions' buffer like this; so does this client.
 _READ_BUFFER = 2**22
 _VERSION_SEGMENT = re.compile(r"^v\d+(?:(?:alpha|beta)\d*)?$")
-
-
-def _new_call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 def split_base_url(base_url: str) -> tuple[str, str]:
@@ -49,7 +45,7 @@ def split_base_url(base_url: str) -> tuple[str, str]:
     return urlunsplit(parts._replace(path=path + "/")), DEFAULT_API_VERSION
 
 
-class GoogleGenAIChatClient:
+class GoogleGenAIChatClient(AsyncClosing):
     """A ``ChatClient`` that talks to Google's Gemini API through the official google-genai SDK.
 
     The SDK client is built on first use, so constructing this object does no I/O. The SDK's retries, automatic
@@ -90,7 +86,7 @@ class GoogleGenAIChatClient:
         self._model = model
         self._base_url = base_url
         self._timeout = timeout
-        self._id_factory = id_factory or _new_call_id
+        self._id_factory = id_factory or new_call_id
         self._memory = CallMemory()
         self._sdk: genai.Client | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -163,16 +159,6 @@ class GoogleGenAIChatClient:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
-
-    close = aclose
-
-    async def __aenter__(self) -> GoogleGenAIChatClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     def _client(self) -> genai.Client:
         """The SDK client, built on first use (inside the event loop: its aiohttp session belongs to that loop)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeAlias
@@ -30,6 +29,7 @@ from ironhive.adapters.llamacpp.tool_calling import (
 )
 from ironhive.adapters.llamacpp.tool_output import ReplyDecoder
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, IronHiveError, ProviderError
+from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import (
     ChatMessage,
     ChatOptions,
@@ -119,7 +119,7 @@ class LlamaCppChatClient:
         self._n_ctx = _usable_context(n_ctx, trained)
         self._n_threads = n_threads
         self._seed = seed
-        self._id_factory = id_factory or _new_call_id
+        self._id_factory = id_factory or new_call_id
         # Guards loading, generating and releasing alike: one llama.cpp context serves one call at a time.
         self._lock = threading.Lock()
         self._llama: Any = None
@@ -386,10 +386,6 @@ def _decoded(update: ChatUpdate, decoder: ReplyDecoder) -> list[ChatUpdate]:
             finish_reason = "tool_calls"
         updates.append(ChatUpdate(tool_calls=reply.tool_calls, usage=update.usage, finish_reason=finish_reason))
     return updates
-
-
-def _new_call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 def _provider_error(exc: Exception) -> ProviderError:

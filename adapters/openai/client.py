@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from types import TracebackType
 
 import openai
 
+from ironhive.adapters.closing import AsyncClosing
 from ironhive.adapters.openai.errors import translate_error
 from ironhive.adapters.openai.mapping import StreamAccumulator, build_request, to_chat_response
 from ironhive.domain.errors import ConfigurationError
+from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
 
 # The SDK refuses to start without a key, but local OpenAI-compatible servers (Ollama, llama.cpp) need none.
 _NO_KEY = "no-key"
 
 
-def _new_call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"
-
-
-class OpenAIChatClient:
+class OpenAIChatClient(AsyncClosing):
     """A ``ChatClient`` that talks to OpenAI, or any server speaking its chat-completions API, through the openai SDK.
 
     The SDK client is built on first use, so constructing this object does no I/O. The SDK's own retries are off:
@@ -66,7 +62,7 @@ class OpenAIChatClient:
         self._provider_name = provider_name
         self._timeout = timeout
         self._use_max_tokens_field = use_max_tokens_field
-        self._id_factory = id_factory or _new_call_id
+        self._id_factory = id_factory or new_call_id
         self._default_headers = dict(default_headers or {})
         self._sdk: openai.AsyncOpenAI | None = None
 
@@ -129,16 +125,6 @@ class OpenAIChatClient:
         if self._sdk is not None:
             sdk, self._sdk = self._sdk, None
             await sdk.close()
-
-    close = aclose
-
-    async def __aenter__(self) -> OpenAIChatClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     def _client(self) -> openai.AsyncOpenAI:
         if self._sdk is None:
