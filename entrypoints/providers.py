@@ -151,50 +151,94 @@ def _required_model(name: str, model: str | None) -> str:
     return model
 
 
-def provider_choice(name: str, config: IronHiveConfig, model: str | None) -> ProviderChoice:
-    """The choice for provider ``name`` (its configured model unless ``model`` overrides it)."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Connection:
+    """How to reach a remote provider: the wire it speaks and its settings from the configuration.
+
+    Attributes:
+        wire: ``openai`` (any OpenAI-compatible server), ``anthropic`` or ``google``.
+        api_key: The key (a fixed placeholder for local servers that need none).
+        base_url: The API base URL; ``None`` means the SDK's default.
+        model: The configured model (Azure: the deployment), when set.
+        headers: Extra headers of every request (Azure's ``api-key``).
+    """
+
+    wire: str
+    api_key: str
+    base_url: str | None
+    model: str | None
+    headers: dict[str, str] | None = None
+
+
+def connection(name: str, config: IronHiveConfig) -> Connection | None:
+    """The connection settings of remote provider ``name``; ``None`` for local inference and the scripted model."""
     from ironhive.adapters.config.schema import OpenAISection
 
     match name:
         case "openai":
             endpoint = config.openai.endpoint
-            default_endpoint = OpenAISection().endpoint
-            return _openai_compatible(
-                name,
-                config.openai.api_key or "",
-                _required_model(name, model or config.openai.model),
-                None if endpoint.rstrip("/") == default_endpoint.rstrip("/") else endpoint,
+            default = endpoint.rstrip("/") == OpenAISection().endpoint.rstrip("/")
+            return Connection(
+                wire="openai",
+                api_key=config.openai.api_key or "",
+                base_url=None if default else endpoint,
+                model=config.openai.model,
             )
         case "gpustack":
             gpu = config.gpu_stack
-            endpoint = gpustack_base_url(gpu.endpoint or "")
-            return _openai_compatible(name, gpu.api_key or "", _required_model(name, model or gpu.model), endpoint)
+            return Connection(
+                wire="openai",
+                api_key=gpu.api_key or "",
+                base_url=gpustack_base_url(gpu.endpoint or ""),
+                model=gpu.model,
+            )
         case "xai":
-            return _openai_compatible(
-                name, config.xai.api_key or "", _required_model(name, model or config.xai.model), config.xai.endpoint
+            return Connection(
+                wire="openai", api_key=config.xai.api_key or "", base_url=config.xai.endpoint, model=config.xai.model
             )
         case "ollama":
-            endpoint = ollama_base_url(config.ollama.endpoint)
-            return _openai_compatible(name, "ollama", _required_model(name, model or config.ollama.model), endpoint)
+            return Connection(
+                wire="openai",
+                api_key="ollama",
+                base_url=ollama_base_url(config.ollama.endpoint),
+                model=config.ollama.model,
+            )
         case "lmstudio":
             studio = config.lmstudio
-            return _openai_compatible(name, "lm-studio", _required_model(name, model or studio.model), studio.endpoint)
+            return Connection(wire="openai", api_key="lm-studio", base_url=studio.endpoint, model=studio.model)
         case "azure":
             azure = config.azureopenai
-            deployment = model or azure.deployment_name or ""
-            base = (azure.endpoint or "").rstrip("/") + "/openai/v1/"
-            return _openai_compatible(name, azure.api_key or "", deployment, base, {"api-key": azure.api_key or ""})
+            return Connection(
+                wire="openai",
+                api_key=azure.api_key or "",
+                base_url=(azure.endpoint or "").rstrip("/") + "/openai/v1/",
+                model=azure.deployment_name,
+                headers={"api-key": azure.api_key or ""},
+            )
         case "anthropic":
             section = config.anthropic
-            return _anthropic(section.api_key or "", _required_model(name, model or section.model), section.endpoint)
+            return Connection(
+                wire="anthropic", api_key=section.api_key or "", base_url=section.endpoint, model=section.model
+            )
         case "google":
             google = config.googleai
-            return _google(google.api_key or "", _required_model(name, model or google.model), google.endpoint)
-        case "lmsupply":
-            return _local(config, model)
-        case "scripted":
-            return _scripted(model)
-    raise ConfigurationError(f"Provider '{name}' not found. Available: {', '.join(PROVIDERS)}")
+            return Connection(wire="google", api_key=google.api_key or "", base_url=google.endpoint, model=google.model)
+    return None
+
+
+def provider_choice(name: str, config: IronHiveConfig, model: str | None) -> ProviderChoice:
+    """The choice for provider ``name`` (its configured model unless ``model`` overrides it)."""
+    if name == "lmsupply":
+        return _local(config, model)
+    if name == "scripted":
+        return _scripted(model)
+    settings = connection(name, config)
+    if settings is None:
+        raise ConfigurationError(f"Provider '{name}' not found. Available: {', '.join(PROVIDERS)}")
+    chosen = model or settings.model or ""
+    if name != "azure":
+        chosen = _required_model(name, chosen)
+    return _remote(name, settings, chosen)
 
 
 def gpustack_base_url(endpoint: str) -> str:
@@ -211,35 +255,27 @@ def ollama_base_url(endpoint: str) -> str:
     return base if base.endswith("/v1") else base + "/v1"
 
 
-def _openai_compatible(
-    name: str, api_key: str, model: str, base_url: str | None, headers: dict[str, str] | None = None
-) -> ProviderChoice:
+def _remote(name: str, settings: Connection, model: str) -> ProviderChoice:
     def build() -> ChatClient:
+        if settings.wire == "anthropic":
+            from ironhive.adapters.anthropic.client import AnthropicChatClient
+
+            return AnthropicChatClient(api_key=settings.api_key, model=model, base_url=settings.base_url)
+        if settings.wire == "google":
+            from ironhive.adapters.google.client import GoogleGenAIChatClient
+
+            return GoogleGenAIChatClient(api_key=settings.api_key, model=model, base_url=settings.base_url)
         from ironhive.adapters.openai.client import OpenAIChatClient
 
         return OpenAIChatClient(
-            api_key=api_key, model=model, base_url=base_url, provider_name=name, default_headers=headers
+            api_key=settings.api_key,
+            model=model,
+            base_url=settings.base_url,
+            provider_name=name,
+            default_headers=settings.headers,
         )
 
     return ProviderChoice(name=name, model=model, build=build)
-
-
-def _anthropic(api_key: str, model: str, endpoint: str | None) -> ProviderChoice:
-    def build() -> ChatClient:
-        from ironhive.adapters.anthropic.client import AnthropicChatClient
-
-        return AnthropicChatClient(api_key=api_key, model=model, base_url=endpoint)
-
-    return ProviderChoice(name="anthropic", model=model, build=build)
-
-
-def _google(api_key: str, model: str, endpoint: str | None) -> ProviderChoice:
-    def build() -> ChatClient:
-        from ironhive.adapters.google.client import GoogleGenAIChatClient
-
-        return GoogleGenAIChatClient(api_key=api_key, model=model, base_url=endpoint)
-
-    return ProviderChoice(name="google", model=model, build=build)
 
 
 def _local(config: IronHiveConfig, model: str | None) -> ProviderChoice:

@@ -117,72 +117,42 @@ def listing_request(name: str, config: IronHiveConfig, *, home: Path) -> Listing
 
 
 def _configured_model(name: str, config: IronHiveConfig) -> str | None:
-    match name:
-        case "gpustack":
-            return config.gpu_stack.model
-        case "openai":
-            return config.openai.model
-        case "anthropic":
-            return config.anthropic.model
-        case "google":
-            return config.googleai.model
-        case "xai":
-            return config.xai.model
-        case "azure":
-            return config.azureopenai.deployment_name
-        case "ollama":
-            return config.ollama.model
-        case "lmstudio":
-            return config.lmstudio.model
-        case "lmsupply":
-            return _local_default(config)
-        case "scripted":
-            return "echo"
-    return None
+    from ironhive.providers import connection
+
+    if name == "lmsupply":
+        return _local_default(config)
+    if name == "scripted":
+        return "echo"
+    settings = connection(name, config)
+    return settings.model if settings is not None else None
 
 
 def _lister(name: str, config: IronHiveConfig, home: Path) -> ModelLister | None:
-    from ironhive.providers import gpustack_base_url, ollama_base_url
+    from ironhive.providers import connection
 
-    match name:
-        case "openai":
-            from ironhive.adapters.config.schema import OpenAISection
+    if name == "lmsupply":
+        return _local_lister(config, home)
+    settings = connection(name, config)
+    if settings is None:
+        return None
+    if settings.wire == "anthropic":
+        from ironhive.adapters.anthropic.models import AnthropicModelLister
 
-            endpoint = config.openai.endpoint
-            default_endpoint = OpenAISection().endpoint
-            base_url = None if endpoint.rstrip("/") == default_endpoint.rstrip("/") else endpoint
-            return _openai_lister(name, config.openai.api_key or "", base_url)
-        case "gpustack":
-            gpu = config.gpu_stack
-            return _openai_lister(name, gpu.api_key or "", gpustack_base_url(gpu.endpoint or ""))
-        case "xai":
-            return _openai_lister(name, config.xai.api_key or "", config.xai.endpoint)
-        case "azure":
-            azure = config.azureopenai
-            base_url = (azure.endpoint or "").rstrip("/") + "/openai/v1/"
-            return _openai_lister(name, azure.api_key or "", base_url, {"api-key": azure.api_key or ""})
-        case "ollama":
-            return _openai_lister(name, "ollama", ollama_base_url(config.ollama.endpoint))
-        case "lmstudio":
-            return _openai_lister(name, "lm-studio", config.lmstudio.endpoint)
-        case "anthropic":
-            from ironhive.adapters.anthropic.models import AnthropicModelLister
+        return AnthropicModelLister(api_key=settings.api_key, base_url=settings.base_url, timeout=LIST_TIMEOUT_SECONDS)
+    if settings.wire == "google":
+        from ironhive.adapters.google.models import GoogleGenAIModelLister
 
-            return AnthropicModelLister(api_key=config.anthropic.api_key or "", timeout=LIST_TIMEOUT_SECONDS)
-        case "google":
-            from ironhive.adapters.google.models import GoogleGenAIModelLister
-
-            return GoogleGenAIModelLister(api_key=config.googleai.api_key or "", timeout=LIST_TIMEOUT_SECONDS)
-        case "lmsupply":
-            return _local_lister(config, home)
-    return None
-
-
-def _openai_lister(name: str, api_key: str, base_url: str | None, headers: dict[str, str] | None = None) -> ModelLister:
+        return GoogleGenAIModelLister(
+            api_key=settings.api_key, base_url=settings.base_url, timeout=LIST_TIMEOUT_SECONDS
+        )
     from ironhive.adapters.openai.models import OpenAIModelLister
 
     return OpenAIModelLister(
-        api_key=api_key, base_url=base_url, provider_name=name, timeout=LIST_TIMEOUT_SECONDS, default_headers=headers
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        provider_name=name,
+        timeout=LIST_TIMEOUT_SECONDS,
+        default_headers=settings.headers,
     )
 
 
