@@ -3,7 +3,8 @@
 IronHiveError
 ├── ConfigurationError      settings are missing or wrong (exit code 1 on the CLI)
 ├── ProviderError           a model provider failed (``status``, ``retryable``)
-│   └── ContextOverflowError    the request did not fit the model's context window
+│   ├── ContextOverflowError    the request did not fit the model's context window
+│   └── LocalModelCrashedError  the local model's native code (llama.cpp) crashed its worker process
 ├── ToolError               a tool ran and failed; the message goes to the model
 │   └── ToolArgumentError       the arguments do not fit the tool's parameters
 ├── ApprovalRejectedError   a human rejected a call and asked to stop the request
@@ -60,6 +61,24 @@ class ContextOverflowError(ProviderError):
     def __init__(self, message: str, *, window: int | None = None, provider: str | None = None) -> None:
         super().__init__(message, status=400, retryable=False, provider=provider)
         self.window = window
+
+
+class LocalModelCrashedError(ProviderError):
+    """The child process running llama.cpp died (killed by a signal or exited) instead of answering.
+
+    The message names the cause and the setting that avoids it; the next call starts a fresh worker.
+
+    Attributes:
+        signal_name: The signal that ended the worker (``SIGSEGV``, ``SIGILL``, ...), when it was a signal.
+        exit_code: The worker's exit status (negative for a signal), when known.
+    """
+
+    def __init__(
+        self, message: str, *, signal_name: str | None = None, exit_code: int | None = None, provider: str | None = None
+    ) -> None:
+        super().__init__(message, retryable=False, provider=provider)
+        self.signal_name = signal_name
+        self.exit_code = exit_code
 
 
 class ToolError(IronHiveError):

@@ -165,7 +165,8 @@ class ChatOptions:
     reasoning_effort: ReasoningEffort | None = None
 
 
-FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter"]
+FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter", "repetition"]
+"""How a reply ended; ``repetition``: a local model was stopped because it kept repeating itself."""
 
 
 FallbackKind: TypeAlias = Literal["retry", "fallback", "exhausted"]

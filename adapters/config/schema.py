@@ -131,6 +131,8 @@ class LMSupplySection(ConfigSection):
     model_path: Text | None = None
     hugging_face_repo: Text | None = None
     hugging_face_file: Text | None = None
+    # llama.cpp's extra buffer types (AMX, weight repacking): None probes the CPU; false avoids a native crash.
+    extra_buffer_types: StrictBool | None = None
 
 
 class GoalReminderSection(ConfigSection):

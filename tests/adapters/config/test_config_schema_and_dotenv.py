@@ -47,6 +47,7 @@ def test_defaults() -> None:
         "modelPath": None,
         "huggingFaceRepo": None,
         "huggingFaceFile": None,
+        "extraBufferTypes": None,
     }
     assert dumped["azureopenai"] == {"endpoint": None, "apiKey": None, "deploymentName": None}
     assert dumped["chatBehavior"] == {"maximumIterationsPerRequest": 10, "maximumConsecutiveErrorsPerRequest": 3}
