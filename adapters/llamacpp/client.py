@@ -1,34 +1,37 @@
-"""LlamaCppChatClient: in-process GGUF inference through llama-cpp-python, as a ChatClient."""
+"""LlamaCppChatClient: GGUF inference with llama.cpp, run in a child worker process, as a ChatClient."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from ironhive.adapters.llamacpp.context_length import UNKNOWN_TRAINED_CONTEXT, auto_context_length, total_ram_bytes
+from ironhive.adapters.llamacpp.crash import crash_error
 from ironhive.adapters.llamacpp.mapping import (
     CompletionSettings,
     LlamaMessage,
-    TokenCounter,
     completion_settings,
     finish_reason_of,
-    text_delta_of,
     to_llama_messages,
 )
 from ironhive.adapters.llamacpp.model_files import bundled_model_path, gguf_trained_context
+from ironhive.adapters.llamacpp.prefix_cache import DEFAULT_MAX_BYTES, default_cache_dir
+from ironhive.adapters.llamacpp.progress import LocalProgress, LocalRunStats, ProgressCallback
 from ironhive.adapters.llamacpp.tool_calling import (
-    ToolPlan,
     plan_tools,
     response_grammar,
     tool_instructions,
     with_tool_instructions,
 )
 from ironhive.adapters.llamacpp.tool_output import ReplyDecoder
-from ironhive.domain.errors import ConfigurationError, ContextOverflowError, IronHiveError, ProviderError
+from ironhive.adapters.llamacpp.worker_process import WorkerProcess
+from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import (
     ChatMessage,
@@ -47,8 +50,7 @@ PROVIDER: Final = "local"
 """The provider name carried by the errors this client raises."""
 
 _INSTALL_HINT = 'install it with: pip install "ironhive[local]"'
-# llama-cpp-python raises a bare ValueError when the prompt does not fit; this is the only way to tell it apart.
-_OVERFLOW_MARKER = "exceed context window"
+_log = logging.getLogger(__name__)
 
 
 class _End:
@@ -62,14 +64,26 @@ _END: Final = _End()
 _CONTEXT_STEP: Final = 256
 
 _Emit: TypeAlias = Callable[[ChatUpdate | _End], bool]
+_Frame: TypeAlias = dict[str, Any]
 
 
 class LlamaCppChatClient:
-    """A chat client running a GGUF model in this process with llama.cpp (through llama-cpp-python).
+    """A chat client running a GGUF model with llama.cpp (through llama-cpp-python) in a child worker process.
 
-    The model loads on the first call, in a worker thread, and stays loaded until :meth:`close`. Generation runs in a
-    worker thread too, one at a time per client (llama.cpp contexts are not thread-safe), and stops at the next token
-    once the caller stops reading a stream or is cancelled.
+    llama.cpp's native code runs in that worker (:mod:`ironhive.adapters.llamacpp.worker`), never in this process, so
+    a native crash (an instruction the CPU does not support, say) ends the worker only and the call raises
+    :class:`~ironhive.domain.errors.LocalModelCrashedError` naming the cause and the setting that avoids it; the next
+    call starts a fresh worker. The worker starts and loads the model on the first call and stays until
+    :meth:`close`. Calls take turns (one llama.cpp context serves one call at a time), and a generation stops at the
+    next token once the caller stops reading a stream or is cancelled.
+
+    Before loading, the worker decides llama.cpp's extra buffer types (AMX, repacked weights) by probing the CPU
+    (:mod:`ironhive.adapters.llamacpp.cpu_probe`) unless ``extra_buffer_types`` says otherwise. The evaluated state
+    of the prompt is kept in memory between calls and on disk between runs
+    (:mod:`ironhive.adapters.llamacpp.prefix_cache`), so a prompt that starts like an earlier one (the same system
+    prompt and tools, a session's history) evaluates only what is new. Generation ends at ``max_output_tokens``
+    (512 when unset, finish reason ``length``) or when the reply starts repeating itself (finish reason
+    ``repetition``).
 
     Tools: when ``options.tools`` offers any (and ``tool_mode`` is not ``none``), the system prompt names them and the
     reply is held by a llama.cpp grammar to one JSON object, a tool call or an answer (see
@@ -84,9 +98,18 @@ class LlamaCppChatClient:
             RAM (:func:`~ironhive.adapters.llamacpp.context_length.auto_context_length`), capped at 8192 for a model
             that does not state its trained context. Either way it is capped by the model's trained context and
             rounded up to a multiple of 256 as llama.cpp does.
-        n_threads: CPU threads for generation; ``None`` keeps llama-cpp-python's default.
+        n_threads: CPU threads for generation; ``None`` keeps llama-cpp-python's default (prompt evaluation uses
+            every CPU either way).
         seed: Sampling seed applied to every call (reproducible output); ``None`` lets llama.cpp choose.
         id_factory: Makes the ids of tool calls (random ``call_...`` ids when omitted).
+        extra_buffer_types: ``lmsupply.extraBufferTypes``: ``True``/``False`` force llama.cpp's extra buffer types
+            on or off; ``None`` (the default) decides by the CPU probe.
+        on_progress: Receives :class:`~ironhive.adapters.llamacpp.progress.LocalProgress` reports while the model
+            loads and the prompt is evaluated; called from the client's I/O thread.
+        prefix_cache_dir: The folder of the on-disk prefix cache; ``None`` uses ``~/.ironhive/cache/llamacpp-prefix``
+            (under ``HOME``).
+        prefix_cache_max_bytes: The bound of the on-disk prefix cache (512 MiB by default); ``0`` turns it off.
+        worker_command: The worker's command line (tests); the worker module under this interpreter when omitted.
 
     Raises:
         ConfigurationError: The model file does not exist, the bundled model is not installed, or a setting is out of
@@ -101,11 +124,18 @@ class LlamaCppChatClient:
         n_threads: int | None = None,
         seed: int | None = None,
         id_factory: Callable[[], str] | None = None,
+        extra_buffer_types: bool | None = None,
+        on_progress: ProgressCallback | None = None,
+        prefix_cache_dir: Path | None = None,
+        prefix_cache_max_bytes: int = DEFAULT_MAX_BYTES,
+        worker_command: Sequence[str] | None = None,
     ) -> None:
         if n_ctx is not None and n_ctx < 1:
             raise ConfigurationError(f"n_ctx must be at least 1, got {n_ctx}")
         if n_threads is not None and n_threads < 1:
             raise ConfigurationError(f"n_threads must be at least 1, got {n_threads}")
+        if prefix_cache_max_bytes < 0:
+            raise ConfigurationError(f"prefix_cache_max_bytes must not be negative, got {prefix_cache_max_bytes}")
         if model_path is None:
             path = bundled_model_path()
         else:
@@ -120,9 +150,20 @@ class LlamaCppChatClient:
         self._n_threads = n_threads
         self._seed = seed
         self._id_factory = id_factory or new_call_id
-        # Guards loading, generating and releasing alike: one llama.cpp context serves one call at a time.
+        self._extra_buffer_types = extra_buffer_types
+        self._on_progress = on_progress
+        self._prefix_cache_dir = prefix_cache_dir
+        self._prefix_cache_max_bytes = prefix_cache_max_bytes
+        self._worker_command = tuple(worker_command) if worker_command is not None else None
+        # Guards starting, generating and closing alike: one llama.cpp context serves one call at a time.
         self._lock = threading.Lock()
-        self._llama: Any = None
+        self._worker: WorkerProcess | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._active_lock = threading.Lock()
+        self._active: tuple[WorkerProcess, int] | None = None
+        self._load_parameters: dict[str, Any] | None = None
+        self._decision: object = None  # the last worker's use_extra_bufts, as it announced before loading
+        self._last_run: LocalRunStats | None = None
 
     @property
     def model_name(self) -> str:
@@ -134,24 +175,37 @@ class LlamaCppChatClient:
         """The GGUF file this client runs."""
         return self._model_path
 
+    @property
+    def context_size(self) -> int:
+        """The context window in tokens: ``n_ctx`` capped by the model's trained context, on llama.cpp's 256 step."""
+        return self._n_ctx
+
+    @property
+    def load_parameters(self) -> dict[str, Any] | None:
+        """The parameters the worker loaded the model with (``use_extra_bufts`` as passed to llama.cpp, its source
+        and reason, threads, batch, the prefix cache folder), once loaded."""
+        return dict(self._load_parameters) if self._load_parameters is not None else None
+
+    @property
+    def last_run(self) -> LocalRunStats | None:
+        """How the last generation used its prompt (tokens evaluated, reused from memory, restored from disk)."""
+        return self._last_run
+
     async def warm_up(self) -> None:
-        """Load the model now, off the event loop (the ``Preloadable`` port)."""
+        """Start the worker and load the model now, off the event loop (the ``Preloadable`` port)."""
 
         def load() -> None:
             with self._lock:
-                self._loaded()
+                self._ready()
 
         await asyncio.to_thread(load)
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` by the model's own tokenizer (loads the model on first use)."""
         with self._lock:
-            return len(self._loaded().tokenize(text.encode("utf-8"), add_bos=False, special=False))
-
-    @property
-    def context_size(self) -> int:
-        """The context window in tokens: ``n_ctx`` capped by the model's trained context, on llama.cpp's 256 step."""
-        return self._n_ctx
+            worker = self._ready()
+            reply = self._request(worker, {"op": "tokenize", "text": text}, stage="counting tokens")
+            return int(reply["count"])
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         """Answer ``messages`` in one piece.
@@ -162,12 +216,14 @@ class LlamaCppChatClient:
                 honoured).
 
         Returns:
-            The assistant's text or tool call, with usage and finish reason (``tool_calls`` after a call).
+            The assistant's text or tool call, with usage and finish reason (``tool_calls`` after a call,
+            ``length`` at the output cap, ``repetition`` when the reply was stopped for repeating itself).
 
         Raises:
             ConfigurationError: llama-cpp-python is not installed, the model file cannot be loaded, or the tool mode
                 is unknown or requires a tool that is not offered.
             ContextOverflowError: The prompt does not fit the context window.
+            LocalModelCrashedError: llama.cpp crashed its worker process (the message names the cause and the fix).
             ProviderError: llama.cpp failed.
         """
         texts: list[str] = []
@@ -194,7 +250,7 @@ class LlamaCppChatClient:
         nor an answer (cut off by the token limit) arrives as one text delta just before it.
 
         Stopping early (leaving the loop, closing the iterator or cancelling the reading task) stops generation at
-        the next token; closing the iterator returns once the worker thread has ended.
+        the next token; closing the iterator returns once the worker has stopped.
 
         Args:
             messages: The conversation so far, oldest first.
@@ -208,19 +264,24 @@ class LlamaCppChatClient:
             ConfigurationError: llama-cpp-python is not installed, the model file cannot be loaded, or the tool mode
                 is unknown or requires a tool that is not offered.
             ContextOverflowError: The prompt does not fit the context window.
+            LocalModelCrashedError: llama.cpp crashed its worker process (the message names the cause and the fix).
             ProviderError: llama.cpp failed.
         """
         return self._stream(messages, options)
 
     def close(self) -> None:
-        """Release the model. A later call loads it again.
+        """Stop the worker and release the model. A later call starts a new one.
 
-        Blocks until a running generation has finished, so call it when no call is in flight.
+        Blocks until a running generation has finished (and the worker has written the prefix cache), so call it when
+        no call is in flight.
         """
         with self._lock:
-            llama, self._llama = self._llama, None
-            if llama is not None:
-                llama.close()
+            worker, self._worker = self._worker, None
+            if self._finalizer is not None:
+                self._finalizer.detach()
+                self._finalizer = None
+            if worker is not None:
+                worker.close()
 
     async def _stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncGenerator[ChatUpdate, None]:
         plan = plan_tools(options)
@@ -228,6 +289,7 @@ class LlamaCppChatClient:
         if plan is not None:
             llama_messages = with_tool_instructions(llama_messages, tool_instructions(plan))
         settings = completion_settings(options, seed=self._seed)
+        grammar = response_grammar(plan) if plan is not None else None
         decoder = ReplyDecoder(plan, self._id_factory) if plan is not None else None
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[ChatUpdate | _End] = asyncio.Queue()
@@ -237,11 +299,11 @@ class LlamaCppChatClient:
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, item)
             except RuntimeError:  # the loop is closed: nobody reads any more
-                stop.set()
+                self._stop_generation(stop)
                 return False
             return True
 
-        worker = asyncio.create_task(asyncio.to_thread(self._generate, llama_messages, settings, plan, emit, stop))
+        worker = asyncio.create_task(asyncio.to_thread(self._generate, llama_messages, settings, grammar, emit, stop))
         try:
             while not isinstance(item := await queue.get(), _End):
                 if decoder is None:
@@ -251,101 +313,187 @@ class LlamaCppChatClient:
                     yield update
             await worker
         finally:
-            stop.set()
+            self._stop_generation(stop)
             await _join(worker)
+
+    def _stop_generation(self, stop: threading.Event) -> None:
+        """Ask the running generation to stop at its next token (the reader has gone)."""
+        stop.set()
+        with self._active_lock:
+            active = self._active
+        if active is not None:
+            worker, request_id = active
+            worker.send({"op": "stop", "id": request_id})
 
     def _generate(
         self,
         messages: list[LlamaMessage],
         settings: CompletionSettings,
-        plan: ToolPlan | None,
+        grammar: str | None,
         emit: _Emit,
         stop: threading.Event,
     ) -> None:
-        """Run one generation in a worker thread, handing updates to ``emit`` until done or ``stop`` is set."""
+        """Run one generation in the worker, from an I/O thread, handing updates to ``emit`` until done or stopped."""
         try:
             with self._lock:
                 if stop.is_set():
                     return
-                self._generate_locked(self._loaded(), messages, settings, plan, emit, stop)
+                worker = self._ready()
+                request_id = worker.next_id()
+                with self._active_lock:
+                    self._active = (worker, request_id)
+                try:
+                    request: _Frame = {
+                        "op": "generate",
+                        "id": request_id,
+                        "messages": messages,
+                        "completion": settings.as_kwargs(),
+                        "grammar": grammar,
+                    }
+
+                    def on_delta(text: str) -> None:
+                        if not emit(ChatUpdate(text_delta=text)):
+                            self._stop_generation(stop)
+
+                    def after_send() -> None:
+                        if stop.is_set():  # the reader left before the request was sent: its stop went nowhere
+                            worker.send({"op": "stop", "id": request_id})
+
+                    reply = self._request(
+                        worker, request, stage="generating a reply", on_delta=on_delta, after_send=after_send
+                    )
+                finally:
+                    with self._active_lock:
+                        self._active = None
+                stats = reply.get("stats")
+                if isinstance(stats, dict):
+                    self._last_run = LocalRunStats(**stats)
+                if reply.get("stopped"):
+                    return
+                finish_reason = finish_reason_of(reply.get("finish_reason"))
+                if reply.get("finish_reason") == "repetition":
+                    finish_reason = "repetition"
+                    _log.info("local generation stopped: %s", reply.get("repetition"))
+                usage = Usage(input_tokens=reply.get("input_tokens"), output_tokens=reply.get("output_tokens"))
+                emit(ChatUpdate(usage=usage, finish_reason=finish_reason))
         finally:
             emit(_END)
 
-    def _generate_locked(
-        self,
-        llama: Any,
-        messages: list[LlamaMessage],
-        settings: CompletionSettings,
-        plan: ToolPlan | None,
-        emit: _Emit,
-        stop: threading.Event,
-    ) -> None:
-        from llama_cpp import LogitsProcessorList  # loaded already, by _load
+    # --- the worker ----------------------------------------------------------------------------------------------
 
-        counter = TokenCounter()
-        chunks: Any = None
-        extra: dict[str, Any] = {}
+    def _ready(self) -> WorkerProcess:
+        """The running worker with the model loaded, starting one first if needed; the caller holds ``self._lock``."""
+        worker = self._worker
+        if worker is not None and worker.alive:
+            return worker
+        if worker is not None:
+            worker.close()
+        worker = WorkerProcess(self._worker_command)
+        self._decision = None
+        self._worker = worker
+        self._finalizer = weakref.finalize(self, worker.close)
+        settings: _Frame = {
+            "model_path": str(self._model_path),
+            "n_ctx": self._n_ctx,
+            "n_threads": self._n_threads,
+            "seed": self._seed,
+            "extra_buffer_types": self._extra_buffer_types,
+            "prefix_cache_dir": str(self._prefix_cache_dir or default_cache_dir(Path.home())),
+            "prefix_cache_max_bytes": self._prefix_cache_max_bytes,
+        }
         try:
-            if plan is not None:
-                extra["grammar"] = _checked_grammar(llama, response_grammar(plan))
-            chunks = llama.create_chat_completion(
-                messages=messages,
-                stream=True,
-                logits_processor=LogitsProcessorList([counter]),
-                **settings.as_kwargs(),
-                **extra,
-            )
-            finish_reason: FinishReason | None = None
-            # Checked before asking for each chunk, so generation stops at the next token once the reader is gone.
-            while not stop.is_set():
-                chunk = next(chunks, None)
-                if chunk is None:
-                    emit(ChatUpdate(usage=counter.usage(finish_reason), finish_reason=finish_reason))
-                    return
-                text, raw_finish = text_delta_of(chunk)
-                if text and not emit(ChatUpdate(text_delta=text)):
-                    return
-                finish_reason = finish_reason_of(raw_finish) or finish_reason
-        except ValueError as exc:
-            if _OVERFLOW_MARKER in str(exc):
-                raise ContextOverflowError(
-                    f"The prompt does not fit the local model's context window of {self._n_ctx} tokens ({exc})",
+            reply = self._request(worker, {"op": "load", "settings": settings}, stage="loading the model")
+        except BaseException:
+            self._discard(worker)
+            raise
+        params = reply.get("params")
+        self._load_parameters = dict(params) if isinstance(params, dict) else {}
+        return worker
+
+    def _discard(self, worker: WorkerProcess) -> None:
+        if self._worker is worker:
+            self._worker = None
+            if self._finalizer is not None:
+                self._finalizer.detach()
+                self._finalizer = None
+        worker.close(timeout=2.0)
+
+    def _request(
+        self,
+        worker: WorkerProcess,
+        request: _Frame,
+        *,
+        stage: str,
+        on_delta: Callable[[str], None] | None = None,
+        after_send: Callable[[], None] | None = None,
+    ) -> _Frame:
+        """Send ``request`` and read frames until its answer; progress and deltas go to their callbacks."""
+        request_id = request.get("id")
+        if not isinstance(request_id, int):
+            request_id = worker.next_id()
+        if not worker.send({**request, "id": request_id}):
+            raise self._crashed(worker, stage)
+        if after_send is not None:
+            after_send()
+        while True:
+            frame = worker.receive()
+            if frame is None:
+                raise self._crashed(worker, stage)
+            if frame.get("id") != request_id and frame.get("type") not in ("progress", "decision"):
+                continue  # the tail of an earlier request that was abandoned
+            match frame.get("type"):
+                case "progress":
+                    self._progress(frame)
+                case "decision":
+                    self._decision = frame.get("use_extra_bufts")
+                case "delta":
+                    if on_delta is not None:
+                        on_delta(str(frame.get("text", "")))
+                case "error":
+                    raise self._error(frame)
+                case _:
+                    return frame
+
+    def _progress(self, frame: _Frame) -> None:
+        if self._on_progress is None:
+            return
+        stage = frame.get("stage")
+        if stage not in ("loading", "prefill"):
+            return
+        try:
+            self._on_progress(LocalProgress(stage=stage, done=int(frame["done"]), total=int(frame["total"])))
+        except Exception:  # a faulty progress display must not end the generation
+            _log.exception("the local model's progress callback failed")
+
+    def _error(self, frame: _Frame) -> Exception:
+        message = str(frame.get("message", ""))
+        match frame.get("kind"):
+            case "missing":
+                return ConfigurationError(f"Local inference needs llama-cpp-python; {_INSTALL_HINT} ({message})")
+            case "configuration":
+                return ConfigurationError(f"Could not load the local model {self._model_path}: {message}")
+            case "overflow":
+                return ContextOverflowError(
+                    f"The prompt does not fit the local model's context window of {self._n_ctx} tokens ({message})",
                     window=self._n_ctx,
                     provider=PROVIDER,
-                ) from exc
-            raise _provider_error(exc) from exc
-        except IronHiveError:
-            raise
-        except Exception as exc:
-            raise _provider_error(exc) from exc
-        finally:
-            if chunks is not None:
-                chunks.close()  # finalizes llama-cpp-python's generator, which ends its token loop
+                )
+            case _:
+                if message == "llama.cpp could not parse the tool-call grammar":
+                    return ProviderError(message, provider=PROVIDER)
+                return ProviderError(f"Local inference failed: {message}", provider=PROVIDER)
 
-    def _loaded(self) -> Any:
-        """The loaded model, loading it first if needed; the caller holds ``self._lock``."""
-        if self._llama is None:
-            self._llama = self._load()
-        return self._llama
-
-    def _load(self) -> Any:
-        try:
-            import llama_cpp
-        except (ImportError, OSError, RuntimeError) as exc:
-            raise ConfigurationError(f"Local inference needs llama-cpp-python; {_INSTALL_HINT}") from exc
-        settings: dict[str, Any] = {"model_path": str(self._model_path), "n_ctx": self._n_ctx, "verbose": False}
-        if self._n_threads is not None:
-            settings["n_threads"] = self._n_threads
-        if self._seed is not None:
-            settings["seed"] = self._seed
-        try:
-            # verbose=False: llama.cpp's log goes to llama-cpp-python's logger (errors only, to stderr) and the loader's
-            # direct output is silenced, so none of it reaches stdout. The silencing points file descriptors 1 and 2 at
-            # /dev/null for the whole process while the model loads (well under a second for the bundled model).
-            llama = llama_cpp.Llama(**settings)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ConfigurationError(f"Could not load the local model {self._model_path}: {exc}") from exc
-        return llama
+    def _crashed(self, worker: WorkerProcess, stage: str) -> Exception:
+        """The error for a worker that stopped answering: it died (by a signal, usually) or hung up."""
+        status = worker.exit_status()
+        tail = worker.stderr_tail
+        if self._worker is worker:
+            self._discard(worker)
+        else:
+            worker.close(timeout=2.0)
+        extra = self._decision if isinstance(self._decision, bool) else None
+        _log.debug("local model worker ended with status %s; stderr tail:\n%s", status, "\n".join(tail))
+        return crash_error(status, stage=stage, extra_buffer_types_used=extra, stderr_tail=tail, provider=PROVIDER)
 
 
 def _usable_context(requested: int, trained: int | None) -> int:
@@ -354,22 +502,6 @@ def _usable_context(requested: int, trained: int | None) -> int:
     if trained and size > trained:
         size = max(_CONTEXT_STEP, trained // _CONTEXT_STEP * _CONTEXT_STEP)
     return size
-
-
-def _checked_grammar(llama: Any, gbnf: str) -> Any:
-    """``gbnf`` as a LlamaGrammar, once llama.cpp has parsed it.
-
-    llama-cpp-python hands llama.cpp's result for a grammar it cannot parse (a null sampler) straight to the sampler
-    chain, which then crashes the whole process; so the grammar is parsed once here first.
-    """
-    import llama_cpp
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    probe = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, gbnf.encode("utf-8"), b"root")
-    if not probe:
-        raise ProviderError("llama.cpp could not parse the tool-call grammar", provider=PROVIDER)
-    llama_cpp.llama_sampler_free(probe)
-    return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 def _decoded(update: ChatUpdate, decoder: ReplyDecoder) -> list[ChatUpdate]:
@@ -386,10 +518,6 @@ def _decoded(update: ChatUpdate, decoder: ReplyDecoder) -> list[ChatUpdate]:
             finish_reason = "tool_calls"
         updates.append(ChatUpdate(tool_calls=reply.tool_calls, usage=update.usage, finish_reason=finish_reason))
     return updates
-
-
-def _provider_error(exc: Exception) -> ProviderError:
-    return ProviderError(f"Local inference failed: {type(exc).__name__}: {exc}", provider=PROVIDER)
 
 
 async def _join(worker: asyncio.Task[None]) -> None:
