@@ -44,9 +44,21 @@ from ironhive.providers import ProviderChoice, provider_chain, select_provider
 CLI_OPTIONS = ChatOptions(temperature=0.7, max_output_tokens=4096)
 
 
-def load_configuration(environ: Mapping[str, str], project: Path) -> LoadedConfig:
-    """Load the layered configuration; its warnings and notices go to stderr."""
+def load_configuration(environ: Mapping[str, str], project: Path, *, ask: bool = False) -> LoadedConfig:
+    """Load the layered configuration; its warnings and notices go to stderr.
+
+    Args:
+        environ: The process environment.
+        project: The project (working) directory.
+        ask: Whether the user may be asked, on a terminal, to trust project files whose settings were ignored (never
+            over the wire: the untrusted default holds there).
+    """
     loaded = load_config(home=Path.home(), project=project, environ=environ)
+    if ask and loaded.untrusted_files:
+        from ironhive.cli.trust_command import ask_to_trust
+
+        if ask_to_trust(loaded):
+            loaded = load_config(home=Path.home(), project=project, environ=environ)
     for line in (*loaded.notices, *loaded.warnings):
         sys.stderr.write(f"{line}\n")
     return loaded

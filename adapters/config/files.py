@@ -1,4 +1,4 @@
-"""Where the configuration files live, and reading and atomically writing them (owner-only permissions)."""
+"""Where the configuration files live, and reading (bounded, never blocking) and atomically writing them (0600)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from ironhive.adapters.config.safe_files import decode_text, load_yaml, read_limited_bytes
 from ironhive.domain.errors import ConfigurationError
 
 CONFIG_DIRECTORY = ".ironhive"
@@ -60,7 +61,7 @@ class YamlSyntaxError(ConfigurationError):
 
 
 def read_yaml_mapping(path: Path) -> dict[str, Any] | None:
-    """Read a YAML file whose top level is a mapping.
+    """Read a YAML file whose top level is a mapping (through the bounded, non-blocking reader).
 
     Args:
         path: The file.
@@ -69,17 +70,36 @@ def read_yaml_mapping(path: Path) -> dict[str, Any] | None:
         The mapping (an empty file gives ``{}``), or ``None`` when the file does not exist.
 
     Raises:
-        YamlSyntaxError: The file does not parse.
-        ConfigurationError: The file cannot be read or its top level is not a mapping.
+        YamlSyntaxError: The file does not parse, or breaks a bound (nesting, aliases, a duplicate key).
+        ConfigurationError: The file is refused (not a regular file, too large), cannot be read, or its top level is
+            not a mapping.
+    """
+    read = read_yaml_file(path)
+    return None if read is None else read[0]
+
+
+def read_yaml_file(path: Path) -> tuple[dict[str, Any], bytes] | None:
+    """Like :func:`read_yaml_mapping`, also giving the bytes that were parsed (what a trust decision hashes).
+
+    Raises:
+        YamlSyntaxError: As :func:`read_yaml_mapping`.
+        ConfigurationError: As :func:`read_yaml_mapping`.
+    """
+    data = read_limited_bytes(path)
+    if data is None:
+        return None
+    return parse_yaml_mapping(decode_text(path, data), path), data
+
+
+def parse_yaml_mapping(text: str, path: Path) -> dict[str, Any]:
+    """Parse YAML text whose top level is a mapping; errors name ``path``.
+
+    Raises:
+        YamlSyntaxError: The text does not parse or breaks a bound.
+        ConfigurationError: Its top level is not a mapping.
     """
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigurationError(f"Cannot read {path}: {error}") from error
-    try:
-        document = yaml.safe_load(text)
+        document = load_yaml(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

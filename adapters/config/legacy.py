@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from ironhive.adapters.config.files import (
     project_config_path,
     write_yaml_atomically,
 )
+from ironhive.adapters.config.safe_files import load_json, read_limited_text
 from ironhive.domain.errors import ConfigurationError
 
 
@@ -48,8 +48,8 @@ def migrate_legacy_settings(home: Path, project: Path) -> MigrationOutcome:
     if target.exists() or project_config_path(project).exists() or not legacy.is_file():
         return MigrationOutcome()
     try:
-        document = json.loads(legacy.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = load_json(read_limited_text(legacy) or "")
+    except (ConfigurationError, ValueError) as error:
         return MigrationOutcome(warning=f"Legacy settings {legacy} not migrated: {error}")
     if not isinstance(document, dict):
         return MigrationOutcome(warning=f"Legacy settings {legacy} not migrated: the top level is not an object")

@@ -9,26 +9,35 @@ Decisions (inventory §C.1, with the original's later fixes):
 - ``.env`` is the last, highest layer (as the readme lists it): its values beat real environment variables. It is
   parsed, never loaded into the process environment, and only the variables the environment layer reads count.
 - Nothing here stops start-up: an unknown key (any depth, reported as a dotted path), a value of the wrong type or
-  range, a malformed or unreadable file each produce a warning and are ignored, and the other layers still load.
+  range, a malformed, unreadable or hostile file (a FIFO, a device, over 1 MiB, YAML nested too deep, an alias bomb, a
+  duplicate key: see :mod:`ironhive.adapters.config.safe_files`) each produce a warning naming the file and are
+  ignored, and the other layers still load.
+- The project's files are a repository's, untrusted until the user trusts their exact content
+  (:mod:`ironhive.adapters.config.trust`). Until then only the keys of :data:`UNTRUSTED_SECTIONS` and
+  :data:`UNTRUSTED_KEYS` of the project's ``config.yaml`` and the matching variables of its ``.env`` apply: nothing
+  that sets an endpoint, a key, a provider, the advisor, web tools, skills or local models, so the user's credentials
+  never go to an endpoint a project file names. Its ``permissions`` section only narrows (the permission loader reads
+  it). One notice says what was ignored and how to trust.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ironhive.adapters.config.environment import environment_layer, parse_dotenv
+from ironhive.adapters.config.environment import ENVIRONMENT_VARIABLES, environment_layer, parse_dotenv
 from ironhive.adapters.config.files import (
     dotenv_path,
     global_config_path,
     project_config_path,
-    read_yaml_mapping,
+    read_yaml_file,
 )
 from ironhive.adapters.config.legacy import migrate_legacy_settings
+from ironhive.adapters.config.safe_files import decode_text, read_limited_bytes
 from ironhive.adapters.config.schema import (
     WHOLE_SECTIONS,
     ConfigSection,
@@ -37,9 +46,29 @@ from ironhive.adapters.config.schema import (
     canonical_key,
     section_model,
 )
+from ironhive.adapters.config.trust import TRUST_PROJECT_VARIABLE, ProjectTrust, sha256_of
 from ironhive.domain.errors import ConfigurationError
 
 ENVIRONMENT_SOURCE = "environment"
+
+UNTRUSTED_SECTIONS = frozenset({"compaction", "chatBehavior", "approval"})
+"""Sections an untrusted project file may set: they tune the loop, and cannot widen rights or redirect anything."""
+
+UNTRUSTED_KEYS: dict[str, frozenset[str]] = {
+    "gpuStack": frozenset({"model", "embeddingModel", "rerankModel"}),
+    "openai": frozenset({"model"}),
+    "anthropic": frozenset({"model"}),
+    "googleai": frozenset({"model"}),
+    "azureopenai": frozenset({"deploymentName"}),
+    "xai": frozenset({"model"}),
+    "ollama": frozenset({"model"}),
+    "lmstudio": frozenset({"model"}),
+}
+"""Keys of other sections an untrusted project file may set: model names for the user's own providers."""
+
+TRUST_HINT = (
+    f"Review them, then run `ironhive trust` to trust this project (or set {TRUST_PROJECT_VARIABLE}=1 for one run)."
+)
 
 _Warn = Callable[[str], None]
 
@@ -53,28 +82,39 @@ class LoadedConfig:
         warnings: Problems found (unknown keys, bad values, unreadable files), each naming its source.
         notices: Things done on the user's behalf (the legacy migration).
         sources: The files that were read and contributed, in layer order.
+        ignored: What was ignored because the project is not trusted, one item per file (empty when nothing was).
+        untrusted_files: The untrusted project files whose content was (partly) ignored, each with the SHA-256 of the
+            content read: what trusting the project now would trust.
     """
 
     config: IronHiveConfig
     warnings: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
+    ignored: tuple[str, ...] = ()
+    untrusted_files: tuple[tuple[Path, str], ...] = ()
 
 
-def load_config(*, home: Path, project: Path, environ: Mapping[str, str]) -> LoadedConfig:
+def load_config(
+    *, home: Path, project: Path, environ: Mapping[str, str], trust: ProjectTrust | None = None
+) -> LoadedConfig:
     """Load and merge every configuration layer.
 
     Args:
         home: The user's home directory (``<home>/.ironhive/config.yaml`` is the global file).
         project: The project (working) directory (its ``.ironhive/config.yaml`` and ``.env``).
         environ: The process environment.
+        trust: Which project files may take effect (the user's trust store and ``environ`` when omitted).
 
     Returns:
-        The merged configuration with its warnings, notices and sources.
+        The merged configuration with its warnings, notices, sources and what an untrusted project had ignored.
     """
+    trust = trust if trust is not None else ProjectTrust.for_user(home=home, environ=environ)
     warnings: list[str] = []
     notices: list[str] = []
     sources: list[Path] = []
+    ignored: list[str] = []
+    untrusted: list[tuple[Path, str]] = []
     migration = migrate_legacy_settings(home, project)
     notices.extend(message for message in (migration.notice,) if message)
     warnings.extend(message for message in (migration.warning,) if message)
@@ -84,18 +124,90 @@ def load_config(*, home: Path, project: Path, environ: Mapping[str, str]) -> Loa
     project_file = project_config_path(project)
     files = [global_file] if _same_file(global_file, project_file) else [global_file, project_file]
     for path in files:
-        layer = _yaml_layer(path, warnings.append)
-        if layer is not None:
-            sources.append(path)
-            merged = overlay(merged, clean_layer(layer, str(path), warnings.append))
+        read = _yaml_layer(path, warnings.append)
+        if read is None:
+            continue
+        sources.append(path)
+        layer = clean_layer(read[0], str(path), warnings.append)
+        if path is project_file and not trust.is_trusted(path, read[1]):
+            layer, dropped = untrusted_layer(layer)
+            if dropped:
+                ignored.append(f"{', '.join(dropped)} in {path}")
+                untrusted.append((path, read[1]))
+        merged = overlay(merged, layer)
     merged = overlay(merged, clean_layer(environment_layer(environ), ENVIRONMENT_SOURCE, warnings.append))
     dotenv_file = dotenv_path(project)
     dotenv = _dotenv_values(dotenv_file, warnings.append)
     if dotenv is not None:
+        values, digest = dotenv
         sources.append(dotenv_file)
-        merged = overlay(merged, clean_layer(environment_layer(dotenv), str(dotenv_file), warnings.append))
+        if not trust.is_trusted(dotenv_file, digest):
+            values, dropped = untrusted_variables(values)
+            if dropped:
+                ignored.append(f"{', '.join(dropped)} in {dotenv_file}")
+                untrusted.append((dotenv_file, digest))
+        merged = overlay(merged, clean_layer(environment_layer(values), str(dotenv_file), warnings.append))
+    for note, file_and_digest in _other_untrusted_files(project, trust):
+        ignored.append(note)
+        untrusted.append(file_and_digest)
+    if ignored:
+        notices.append(untrusted_notice(ignored))
     config = IronHiveConfig.model_validate(merged)
-    return LoadedConfig(config=config, warnings=tuple(warnings), notices=tuple(notices), sources=tuple(sources))
+    return LoadedConfig(
+        config=config,
+        warnings=tuple(warnings),
+        notices=tuple(notices),
+        sources=tuple(sources),
+        ignored=tuple(ignored),
+        untrusted_files=tuple(untrusted),
+    )
+
+
+def untrusted_notice(ignored: Sequence[str]) -> str:
+    """The one line that says what an untrusted project had ignored and how to trust it."""
+    return f"This project is not trusted, so ironhive ignored: {'; '.join(ignored)}. {TRUST_HINT}"
+
+
+def untrusted_layer(layer: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Split a cleaned project layer into what an untrusted file may set and the dotted keys it may not.
+
+    Returns:
+        The kept tree and the ignored keys (a section's keys one level deep; ``permissions`` as one item).
+    """
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for section, value in layer.items():
+        if section in UNTRUSTED_SECTIONS:
+            kept[section] = value
+            continue
+        if section == "permissions":
+            dropped.append("permissions (its deny and ask rules still apply)")
+            continue
+        allowed = UNTRUSTED_KEYS.get(section, frozenset())
+        if not isinstance(value, Mapping):
+            dropped.append(section)
+            continue
+        part = {key: item for key, item in value.items() if key in allowed}
+        dropped.extend(f"{section}.{key}" for key in value if key not in allowed)
+        if part:
+            kept[section] = part
+    return kept, dropped
+
+
+_UNTRUSTED_VARIABLES = frozenset(
+    variable for variable, (section, key) in ENVIRONMENT_VARIABLES.items() if key in UNTRUSTED_KEYS.get(section, ())
+)
+
+
+def untrusted_variables(values: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Split an untrusted ``.env``'s values into the ones it may set (model names) and the variables it may not."""
+    kept = {
+        name: value
+        for name, value in values.items()
+        if name not in ENVIRONMENT_VARIABLES or name in _UNTRUSTED_VARIABLES
+    }
+    dropped = [name for name in ENVIRONMENT_VARIABLES if name in values and name not in kept and values[name].strip()]
+    return kept, dropped
 
 
 def clean_layer(layer: Mapping[Any, Any], source: str, warn: _Warn) -> dict[str, Any]:
@@ -194,26 +306,56 @@ def _delete(tree: dict[str, Any], path: tuple[str, ...]) -> None:
     del node[path[-1]]
 
 
-def _yaml_layer(path: Path, warn: _Warn) -> dict[str, Any] | None:
+def _yaml_layer(path: Path, warn: _Warn) -> tuple[dict[str, Any], str] | None:
     try:
-        return read_yaml_mapping(path)
-    except ConfigurationError as error:  # YamlSyntaxError included: its message names the file and the line
+        read = read_yaml_file(path)
+    except ConfigurationError as error:  # YamlSyntaxError and UnsafeFileError included: both name the file
         warn(f"{error}; the file was ignored")
-    return None
-
-
-def _dotenv_values(path: Path, warn: _Warn) -> dict[str, str] | None:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as error:
-        warn(f"Cannot read {path}: {error}; the file was ignored")
+    return None if read is None else (read[0], sha256_of(read[1]))
+
+
+def _dotenv_values(path: Path, warn: _Warn) -> tuple[dict[str, str], str] | None:
+    try:
+        data = read_limited_bytes(path)
+        if data is None:
+            return None
+        text = decode_text(path, data)
+    except ConfigurationError as error:  # UnsafeFileError: a FIFO, a device, too large, not UTF-8
+        warn(f"{error}; the file was ignored")
         return None
     parsed = parse_dotenv(text, str(path))
     for message in parsed.warnings:
         warn(message)
-    return parsed.values
+    return parsed.values, sha256_of(data)
+
+
+def _other_untrusted_files(project: Path, trust: ProjectTrust) -> list[tuple[str, tuple[Path, str]]]:
+    """The project's permission and plugin files that are not trusted, each with a note of what is held back.
+
+    A file that cannot be read is left to its own loader, which reports it when it reads it.
+    """
+    from ironhive.adapters.mcp.plugin_config import find_project_plugin_file
+    from ironhive.adapters.permissions.loader import find_permission_file
+
+    found: list[tuple[str, tuple[Path, str]]] = []
+    candidates = (
+        (find_permission_file(project), "the allow rules and widening settings of {} (its deny and ask rules apply)"),
+        (find_project_plugin_file(project), "the MCP servers of {}"),
+    )
+    for path, note in candidates:
+        if path is None:
+            continue
+        try:
+            data = read_limited_bytes(path)
+        except ConfigurationError:
+            continue
+        if data is None:
+            continue
+        digest = sha256_of(data)
+        if not trust.is_trusted(path, digest):
+            found.append((note.format(path), (path, digest)))
+    return found
 
 
 def _same_file(first: Path, second: Path) -> bool:
@@ -221,3 +363,19 @@ def _same_file(first: Path, second: Path) -> bool:
         return first.resolve() == second.resolve()
     except OSError:
         return False
+
+
+def project_trust_files(project: Path, home: Path) -> tuple[Path, ...]:
+    """The project's files that need trust to take effect, those that exist: its ``.ironhive/config.yaml``, its
+    permission file, its plugin file and its ``.env`` (the first that exists of each kind)."""
+    from ironhive.adapters.mcp.plugin_config import find_project_plugin_file
+    from ironhive.adapters.permissions.loader import find_permission_file
+
+    config_file = project_config_path(project)
+    candidates = (
+        None if _same_file(config_file, global_config_path(home)) else config_file,
+        find_permission_file(project),
+        find_project_plugin_file(project),
+        dotenv_path(project),
+    )
+    return tuple(path for path in candidates if path is not None and (path.exists() or path.is_symlink()))

@@ -17,6 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from ironhive.adapters.config.files import global_config_path, read_yaml_mapping, write_yaml_atomically
+from ironhive.adapters.config.safe_files import load_yaml
 from ironhive.adapters.config.schema import (
     WHOLE_SECTIONS,
     IronHiveConfig,
@@ -263,7 +264,7 @@ def _parse_list(raw: str) -> list[Any]:
     text = raw.strip()
     if text.startswith("["):
         try:
-            parsed = yaml.safe_load(text)
+            parsed = load_yaml(text)
         except yaml.YAMLError as error:
             raise ConfigurationError(f"Cannot read the list {raw!r}: {error}") from error
         if isinstance(parsed, list):

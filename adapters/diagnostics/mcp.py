@@ -63,7 +63,7 @@ def mcp_checks(project: Path, home: Path, *, verbose: bool) -> list[Check]:
 async def _health(
     project: Path, home: Path, store: TrustStore
 ) -> tuple[tuple[McpServerStatus, ...], dict[str, list[str]]]:
-    """Start what may start (untrusted stdio plugins never do), list the tools, stop; start-up noise stays quiet."""
+    """Start what may start (untrusted files' plugins never do), list the tools, stop; start-up noise stays quiet."""
     import logging
 
     from ironhive.adapters.mcp.provider import McpTool, McpToolProvider
@@ -85,17 +85,15 @@ def _file_check(plugin_file: PluginFile, merged: MergedPlugins, store: TrustStor
     path = plugin_file.path
     if plugin_file.scope == "global":
         return _check(name, "pass", f"{path} (your own file: always trusted)")
-    if not plugin_file.starts_processes:
-        return _check(name, "pass", f"{path} (needs no trust: no stdio plugins)")
+    if not plugin_file.has_servers:
+        return _check(name, "pass", f"{path} (needs no trust: no plugins)")
     state = store.state(path, plugin_file.sha256)
     if state == "trusted":
         return _check(name, "pass", f"{path} (trusted)")
-    held_back = [
-        server.name for server, source in merged.servers if source is plugin_file and server.transport == "stdio"
-    ]
+    held_back = [server.name for server, source in merged.servers if source is plugin_file]
     why = "changed since it was trusted" if state == "changed" else "not trusted"
-    message = f"{path} is {why}; its stdio plugins do not start: {', '.join(held_back)}"
-    return _check(name, "warning", message, f"Review it, then run `ironhive mcp trust {path}`.")
+    message = f"{path} is {why}; its plugins do not start: {', '.join(held_back)}"
+    return _check(name, "warning", message, f"Review it, then run `ironhive trust` (or `ironhive mcp trust {path}`).")
 
 
 def _server_check(status: McpServerStatus, tools: Sequence[str], verbose: bool) -> Check | None:

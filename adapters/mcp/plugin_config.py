@@ -47,6 +47,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from ironhive.adapters.config.safe_files import JsonNestingError, decode_text, load_json, load_yaml, read_limited_bytes
 from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, to_plain_json
 from ironhive.domain.errors import ConfigurationError
 
@@ -170,6 +171,12 @@ class PluginFile:
         excluded = set(self.config.exclude_plugins)
         return any(p.transport == "stdio" for n, p in self.config.plugins.items() if n not in excluded)
 
+    @property
+    def has_servers(self) -> bool:
+        """Whether the file defines any plugin it does not exclude itself (a project file's then need trust)."""
+        excluded = set(self.config.exclude_plugins)
+        return any(name not in excluded for name in self.config.plugins)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class McpServerConfig:
@@ -229,7 +236,7 @@ def find_project_plugin_file(project_dir: Path) -> Path | None:
     """The first of ``PROJECT_PLUGIN_FILES`` that exists in ``project_dir``, as an absolute path, or ``None``."""
     for relative in PROJECT_PLUGIN_FILES:
         candidate = project_dir / relative
-        if candidate.is_file():
+        if candidate.exists():
             return candidate.absolute()
     return None
 
@@ -244,7 +251,7 @@ def load_plugin_files(project_dir: Path, home: Path) -> tuple[PluginFile, ...]:
     """
     files: list[PluginFile] = []
     global_path = global_plugin_file(home)
-    if global_path.is_file():
+    if global_path.exists():
         files.append(read_plugin_file(global_path.absolute(), "global"))
     project_path = find_project_plugin_file(project_dir)
     if project_path is not None and not (files and _same_file(project_path, files[0].path)):
@@ -259,11 +266,10 @@ def read_plugin_file(path: Path, scope: FileScope) -> PluginFile:
         ConfigurationError: The file cannot be read, does not parse, or does not fit the format.
     """
     source = f"plugin file '{path}'"
-    try:
-        data = path.read_bytes()
-        text = data.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigurationError(f"Cannot read {source}: {error}") from error
+    data = read_limited_bytes(path)  # refuses FIFOs, devices and oversized files, naming the file
+    if data is None:
+        raise ConfigurationError(f"Cannot read {source}: it does not exist")
+    text = decode_text(path, data)
     document = _parse_json(text, source) if path.suffix.lower() == ".json" else _parse_yaml(text, source)
     config = parse_plugin_document(document, source)
     return PluginFile(path=path.absolute(), scope=scope, sha256=hashlib.sha256(data).hexdigest(), config=config)
@@ -358,7 +364,7 @@ def _server_config(
 
 def _parse_yaml(text: str, source: str) -> object:
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -373,7 +379,9 @@ def _parse_json(text: str, source: str) -> object:
     if not text.strip():
         return None
     try:
-        return json.loads(to_plain_json(text))
+        return load_json(to_plain_json(text))
+    except JsonNestingError as error:
+        raise ConfigurationError(f"Invalid {source}: JSON {error} (line {error.line})") from error
     except JsoncSyntaxError as error:
         raise ConfigurationError(f"Invalid {source}: JSON syntax error at line {error.line}: {error}") from error
     except json.JSONDecodeError as error:

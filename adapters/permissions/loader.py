@@ -9,7 +9,17 @@ Sources, first present wins (a present source is a complete policy; omitted cate
 3. ``DEFAULT_POLICY``.
 
 Anything wrong with a present source raises ``ConfigurationError`` naming the source and the problem: the defaults
-allow more than a restrictive file would, so a typo must never silently fall back to them.
+allow more than a restrictive file would, so a typo must never silently fall back to them. Files are read by the
+bounded reader of :mod:`ironhive.adapters.config.safe_files` (regular files of at most 1 MiB, YAML without duplicate
+keys, deep nesting or alias bombs).
+
+The project's sources are a repository's: until the user trusts their exact content
+(:mod:`ironhive.adapters.config.trust`), they only narrow. The user's own policy (the config.yaml section of the
+trusted layers, else ``DEFAULT_POLICY``) is the base, and an untrusted permission file and an untrusted project
+config.yaml's ``permissions`` section add only their deny and ask rules
+(:mod:`ironhive.adapters.permissions.narrowing`).
+A model that writes ``.ironhive/permissions.yaml`` therefore changes nothing it could use: the new content is not
+trusted.
 """
 
 from __future__ import annotations
@@ -22,8 +32,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from ironhive.adapters.config.files import CONFIG_DIRECTORY, project_config_path
+from ironhive.adapters.config.safe_files import (
+    JsonNestingError,
+    decode_text,
+    load_json,
+    load_yaml,
+    read_limited_bytes,
+)
+from ironhive.adapters.config.trust import ProjectTrust, sha256_of
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, to_plain_json
+from ironhive.adapters.permissions.narrowing import narrow
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.permissions.rules import DEFAULT_POLICY, PermissionAction, PermissionPolicy, PermissionRule
 
@@ -103,26 +123,47 @@ class _CamelSection(_Section):
     model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel)
 
 
-def load_permission_policy(project_root: Path, config_section: Mapping[str, object] | None) -> PermissionPolicy:
-    """Resolve the permission policy by the documented precedence.
+def find_permission_file(project_root: Path) -> Path | None:
+    """The project's permission file: the first of :data:`PERMISSION_FILE_NAMES` in ``.ironhive/`` that exists."""
+    for name in PERMISSION_FILE_NAMES:
+        path = project_root / CONFIG_DIRECTORY / name
+        if path.exists() or path.is_symlink():
+            return path
+    return None
+
+
+def load_permission_policy(
+    project_root: Path, config_section: Mapping[str, object] | None, *, trust: ProjectTrust | None = None
+) -> PermissionPolicy:
+    """Resolve the permission policy by the documented precedence, narrowing only by untrusted project sources.
 
     Args:
         project_root: The project (working) directory; its ``.ironhive/`` folder is searched for a permission file.
-        config_section: The merged ``permissions`` mapping of config.yaml, or ``None`` when no layer has one.
+        config_section: The merged ``permissions`` mapping of config.yaml (of the layers that may set it: the config
+            loader leaves out an untrusted project file's section), or ``None`` when no layer has one.
+        trust: Which project files may take effect (the user's trust store and ``os.environ`` when omitted).
 
     Returns:
-        The policy of the first present source, or ``DEFAULT_POLICY``.
+        The policy of the first present trusted source, or ``DEFAULT_POLICY``, narrowed by the untrusted ones.
 
     Raises:
         ConfigurationError: The permission file or the config.yaml section cannot be read or is not a valid policy.
     """
-    for name in PERMISSION_FILE_NAMES:
-        path = project_root / ".ironhive" / name
-        if path.exists():
-            return load_permission_file(path)
-    if config_section is not None:
-        return policy_from_config_section(config_section)
-    return DEFAULT_POLICY
+    trust = trust if trust is not None else ProjectTrust.for_user()
+    narrowing: list[PermissionPolicy] = []
+    path = find_permission_file(project_root)
+    if path is not None:
+        policy, digest = _read_permission_file(path)
+        if trust.is_trusted(path, digest):
+            return policy
+        narrowing.append(policy)
+    untrusted_section = _untrusted_config_section(project_root, trust)
+    if untrusted_section is not None:
+        narrowing.insert(0, untrusted_section)
+    base = policy_from_config_section(config_section) if config_section is not None else DEFAULT_POLICY
+    for policy in narrowing:
+        base = narrow(base, policy)
+    return base
 
 
 def load_permission_file(path: Path) -> PermissionPolicy:
@@ -135,19 +176,44 @@ def load_permission_file(path: Path) -> PermissionPolicy:
         The file's complete policy.
 
     Raises:
-        ConfigurationError: The file cannot be read, does not parse, or is not a valid permission policy.
+        ConfigurationError: The file cannot be read, is refused (not a regular file, over 1 MiB), does not parse, or
+            is not a valid permission policy.
     """
+    return _read_permission_file(path)[0]
+
+
+def _read_permission_file(path: Path) -> tuple[PermissionPolicy, str]:
     source = f"permission file '{path}'"
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigurationError(f"Cannot read {source}: {error}") from error
+    data = read_limited_bytes(path)  # refuses FIFOs, devices and oversized files, naming the file
+    if data is None:
+        raise ConfigurationError(f"Cannot read {source}: it does not exist")
+    text = decode_text(path, data)
     if path.suffix.lower() == ".json":
         document = _parse_json(text, source)
         section = _unwrap(_normalize_json_keys(document, source), source)
     else:
         section = _unwrap(_parse_yaml(text, source), source)
-    return _build(section, _Section, source, "permissions")
+    return _build(section, _Section, source, "permissions"), sha256_of(data)
+
+
+def _untrusted_config_section(project_root: Path, trust: ProjectTrust) -> PermissionPolicy | None:
+    """The ``permissions`` section of the project's config.yaml when that file is not trusted (it only narrows).
+
+    A file that cannot be read or parsed was already reported by the config loader, which ignored it whole.
+    """
+    from ironhive.adapters.config.files import read_yaml_file
+
+    path = project_config_path(project_root)
+    try:
+        read = read_yaml_file(path)
+    except ConfigurationError:
+        return None
+    if read is None or trust.is_trusted(path, sha256_of(read[1])):
+        return None
+    section = read[0].get("permissions")
+    if section is None:
+        return None
+    return _build_section(section, f"permissions section of the untrusted '{path}'")
 
 
 def policy_from_config_section(section: object) -> PermissionPolicy:
@@ -162,7 +228,10 @@ def policy_from_config_section(section: object) -> PermissionPolicy:
     Raises:
         ConfigurationError: The section is not a valid permission policy.
     """
-    source = CONFIG_SECTION_SOURCE
+    return _build_section(section, CONFIG_SECTION_SOURCE)
+
+
+def _build_section(section: object, source: str) -> PermissionPolicy:
     if not isinstance(section, Mapping):
         raise ConfigurationError(f"Invalid {source}: 'permissions' must be a mapping, not {_kind(section)}")
     return _build(section, _CamelSection, source, "permissions")
@@ -173,7 +242,7 @@ def policy_from_config_section(section: object) -> PermissionPolicy:
 
 def _parse_yaml(text: str, source: str) -> object:
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -185,7 +254,9 @@ def _parse_yaml(text: str, source: str) -> object:
 
 def _parse_json(text: str, source: str) -> object:
     try:
-        return json.loads(to_plain_json(text), object_pairs_hook=_KeyValuePairs)
+        return load_json(to_plain_json(text), object_pairs_hook=_KeyValuePairs)
+    except JsonNestingError as error:
+        raise ConfigurationError(f"Invalid {source}: JSON {error} (line {error.line})") from error
     except JsoncSyntaxError as error:
         raise ConfigurationError(f"Invalid {source}: JSON syntax error at line {error.line}: {error}") from error
     except json.JSONDecodeError as error:

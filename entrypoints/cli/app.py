@@ -14,6 +14,7 @@ from ironhive.cli.doctor import register as register_doctor
 from ironhive.cli.mcp_commands import register as register_mcp_commands
 from ironhive.cli.models_command import register as register_models_command
 from ironhive.cli.session_commands import register as register_session_commands
+from ironhive.cli.trust_command import register as register_trust_command
 from ironhive.cli.update import register as register_update
 
 app = App(
@@ -177,6 +178,7 @@ for register in (
     register_mcp_commands,
     register_models_command,
     register_session_commands,
+    register_trust_command,
     register_doctor,
     register_update,
 ):

@@ -202,7 +202,7 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
     try:
         try:
             settings = AgentSettings.from_config(
-                load_configuration(environ, project).config,
+                load_configuration(environ, project, ask=True).config,
                 provider=request.provider,
                 model=request.model,
                 working_directory=project,

@@ -1,7 +1,8 @@
 """The ``ironhive mcp`` commands: ``list`` (plugins, their trust and health), ``trust`` and ``untrust`` a plugin file.
 
-A project's plugin file with stdio plugins runs commands, so it runs only once trusted; ``ironhive mcp trust`` records
-the file's path and the SHA-256 of its content in ``~/.ironhive/trusted-plugins.json`` (editing the file revokes it).
+A project's plugin file starts its servers only once trusted (a stdio plugin runs a command; an http one receives
+tool calls); ``ironhive mcp trust`` (or ``ironhive trust`` for all of a project's files) records the file's path and
+the SHA-256 of its content in ``~/.ironhive/trust.json`` (editing the file revokes it).
 Only cyclopts is imported at module level; the MCP adapter (and the ``mcp`` SDK) load inside the commands.
 """
 
@@ -75,7 +76,7 @@ def trust_command(
     file: Annotated[str | None, Parameter(name="FILE", help="The plugin file (default: this project's).")] = None,
     /,
 ) -> int:
-    """Trust a project plugin file as it is now, so its stdio plugins may start (editing it revokes the trust)."""
+    """Trust a project plugin file as it is now, so its plugins may start (editing it revokes the trust)."""
     from ironhive.adapters.mcp.plugin_config import merge_plugin_files, read_plugin_file
     from ironhive.adapters.mcp.trust import TrustStore, command_line
     from ironhive.domain.errors import ConfigurationError
@@ -104,7 +105,7 @@ def trust_command(
         for server in stdio:
             sys.stdout.write(f"  {command_line(server)}\n")
     else:
-        sys.stdout.write("It has no stdio plugins (http and sse plugins need no trust).\n")
+        sys.stdout.write("It has no stdio plugins; its http and sse plugins will connect.\n")
     sys.stdout.write("Any edit to the file revokes this trust; review the change and run `ironhive mcp trust` again.\n")
     return 0
 
@@ -113,7 +114,7 @@ def untrust_command(
     file: Annotated[str | None, Parameter(name="FILE", help="The plugin file (default: this project's).")] = None,
     /,
 ) -> int:
-    """Forget the trust of a project plugin file: its stdio plugins no longer start."""
+    """Forget the trust of a project plugin file: its plugins no longer start."""
     from ironhive.adapters.mcp.trust import TrustStore
 
     path = _resolve_file(file)
@@ -129,7 +130,7 @@ def untrust_command(
 
 
 async def _check_health(project: Path, home: Path, store: TrustStore) -> dict[str, McpServerStatus]:
-    """Connect what may start (untrusted stdio plugins never do), then report; start-up noise stays off stderr."""
+    """Connect what may start (the plugins of untrusted files never do), then report; start-up noise stays quiet."""
     import logging
 
     from ironhive.adapters.mcp.provider import McpToolProvider
@@ -162,16 +163,14 @@ def _row(
 def _plugin_trust(server: McpServerConfig, plugin_file: PluginFile, store: TrustStore) -> str:
     if plugin_file.scope == "global":
         return "global"
-    if server.transport != "stdio":
-        return "not needed"
     return store.state(plugin_file.path, plugin_file.sha256)
 
 
 def _file_json(plugin_file: PluginFile, store: TrustStore) -> dict[str, str]:
     if plugin_file.scope == "global":
         trust = "your own file: always trusted"
-    elif not plugin_file.starts_processes:
-        trust = "needs no trust: no stdio plugins"
+    elif not plugin_file.has_servers:
+        trust = "needs no trust: no plugins"
     else:
         state = store.state(plugin_file.path, plugin_file.sha256)
         trust = {

@@ -95,7 +95,7 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
     was_repository = (project / ".git").exists()  # auto-commit only in a directory that was a repository at start
     try:
         settings = AgentSettings.from_config(
-            load_configuration(environ, project).config,
+            load_configuration(environ, project, ask=True).config,
             provider=request.provider,
             model=request.model,
             working_directory=project,

@@ -13,6 +13,7 @@ import yaml
 
 from ironhive.adapters.config.files import global_config_path, legacy_settings_path, project_config_path
 from ironhive.adapters.config.loader import LoadedConfig, load_config, overlay
+from ironhive.adapters.config.trust import ProjectTrust, TrustStore
 from ironhive.adapters.permissions.loader import policy_from_config_section
 from ironhive.domain.errors import ConfigurationError
 
@@ -40,7 +41,9 @@ def write_yaml(path: Path, document: Mapping[Any, Any] | str) -> Path:
 
 
 def load(home: Path, project: Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
-    return load_config(home=home, project=project, environ=environ or {})
+    # These tests are about layering, so the project's files are trusted (test_project_trust.py covers untrusted ones).
+    trusted = ProjectTrust(home=home, store=TrustStore.for_home(home), trust_all=True)
+    return load_config(home=home, project=project, environ=environ or {}, trust=trusted)
 
 
 class Layers:

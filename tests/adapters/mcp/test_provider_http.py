@@ -10,7 +10,7 @@ import pytest
 
 from ironhive.adapters.mcp.plugin_config import McpServerConfig
 from ironhive.adapters.mcp.provider import McpToolProvider
-from ironhive.adapters.mcp.trust import TrustDecision, TrustRequest
+from ironhive.adapters.mcp.trust import TrustDecision, TrustRequest, TrustStore
 from ironhive.domain.errors import ToolError
 from ironhive.ports.tools import Tool
 from tests.adapters.mcp.conftest import LoopbackServer
@@ -73,7 +73,7 @@ async def test_an_unreachable_server_is_skipped() -> None:
     assert "ConnectError" in (status.last_error or "")
 
 
-async def test_http_plugins_of_an_untrusted_project_file_connect_without_asking(
+async def test_http_plugins_of_an_untrusted_project_file_connect_only_once_trusted(
     tmp_path: Path, loopback_server: Callable[..., LoopbackServer]
 ) -> None:
     server = loopback_server()
@@ -91,7 +91,16 @@ async def test_http_plugins_of_an_untrusted_project_file_connect_without_asking(
             return TrustDecision.DENY
 
     async with McpToolProvider.from_config(project, home=tmp_path / "home", trust=Denier()) as provider:
-        assert sorted(by_name(await provider.get_tools())) == ["mcp__web__echo", "mcp__web__hang", "mcp__web__header"]
+        assert await provider.get_tools() == []
         states = {status.name: status.state for status in provider.status()}
-    assert states == {"local": "untrusted", "web": "connected"}
-    assert [request.commands for request in asked] == [("local: /nonexistent/never-run",)]
+    assert states == {"local": "untrusted", "web": "untrusted"}
+    assert [request.commands for request in asked] == [(f"web: http {server.url}", "local: /nonexistent/never-run")]
+
+    (project / ".ironhive" / "plugins.yaml").write_text(
+        f"plugins:\n  web: {{transport: http, url: '{server.url}'}}\n", encoding="utf-8"
+    )
+    TrustStore.for_home(tmp_path / "home").trust(project / ".ironhive" / "plugins.yaml")
+    async with McpToolProvider.from_config(project, home=tmp_path / "home", trust=Denier()) as provider:
+        assert sorted(by_name(await provider.get_tools())) == ["mcp__web__echo", "mcp__web__hang", "mcp__web__header"]
+        assert {status.name: status.state for status in provider.status()} == {"web": "connected"}
+    assert len(asked) == 1

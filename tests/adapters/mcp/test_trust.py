@@ -78,7 +78,7 @@ def test_the_store_remembers_path_and_hash_and_an_edit_revokes(tmp_path: Path) -
     record = store.trust(plugin_file)
     assert (record.path, record.sha256, record.trusted_at) == (plugin_file.resolve(), digest, FixedClock().now())
     assert store.is_trusted(plugin_file, digest)
-    assert store.path == tmp_path / "home" / ".ironhive" / "trusted-plugins.json"
+    assert store.path == tmp_path / "home" / ".ironhive" / "trust.json"
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     saved = json.loads(store.path.read_text())
     assert saved["files"][str(plugin_file.resolve())] == {"sha256": digest, "trustedAt": "2026-01-02T03:04:05+00:00"}
@@ -99,7 +99,7 @@ def test_an_unreadable_store_trusts_nothing_and_is_rewritten(tmp_path: Path, cap
     plugin_file = write(tmp_path / "plugins.yaml", "plugins: {}\n")
     write(store.path, "{not json")
     assert store.records() == ()
-    assert "Ignoring unreadable plugin trust store" in caplog.text
+    assert "Ignoring unreadable trust store" in caplog.text
     store.trust(plugin_file)
     assert len(store.records()) == 1
 
@@ -107,7 +107,7 @@ def test_an_unreadable_store_trusts_nothing_and_is_rewritten(tmp_path: Path, cap
 # -- the decision flow --------------------------------------------------------------------------------------------
 
 
-async def test_project_stdio_plugins_need_trust_but_global_and_http_ones_do_not(tmp_path: Path) -> None:
+async def test_project_plugins_need_trust_but_global_ones_do_not(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     write(home / ".ironhive" / "plugins.yaml", "plugins: {mine: {command: my-server}}\n")
     project_file = write(
@@ -120,13 +120,14 @@ async def test_project_stdio_plugins_need_trust_but_global_and_http_ones_do_not(
 
     denier = RecordingDecider(TrustDecision.DENY)
     outcome = await check_trust(merged, store, denier)
-    assert [server.name for server in outcome.allowed] == ["mine", "remote"]
-    (refused,) = outcome.refused
+    assert [server.name for server in outcome.allowed] == ["mine"]
+    refused, refused_remote = outcome.refused
     assert (refused.name, refused.state, refused.source) == ("local", "untrusted", project_file.absolute())
+    assert (refused_remote.name, refused_remote.state) == ("remote", "untrusted")
     assert f"ironhive mcp trust {project_file.absolute()}" in (refused.last_error or "")
     (request,) = denier.requests
     assert request.path == project_file.absolute()
-    assert request.commands == ("local: run-me --flag 'two words'",)
+    assert request.commands == ("local: run-me --flag 'two words'", "remote: http http://127.0.0.1:1/mcp")
     assert request.changed is False
 
     once = RecordingDecider(TrustDecision.ONCE)
@@ -155,14 +156,28 @@ async def test_a_changed_file_is_asked_about_again_and_a_failing_decider_denies(
     assert await AlwaysDeny().decide(broken.requests[0]) == TrustDecision.DENY
 
 
-async def test_an_http_only_project_file_asks_nobody(tmp_path: Path) -> None:
+async def test_an_http_only_project_file_needs_trust_too(tmp_path: Path) -> None:
+    # An untrusted repository must not point tool calls (and what the model puts in them) at a server it names.
     project = tmp_path / "project"
     write(project / "plugins.yaml", "plugins: {remote: {transport: sse, url: 'http://127.0.0.1:1/sse'}}\n")
     merged = merge_plugin_files(load_plugin_files(project, tmp_path / "home"), project)
     decider = RecordingDecider(TrustDecision.DENY)
     outcome = await check_trust(merged, TrustStore(tmp_path / "trust.json"), decider)
-    assert [server.name for server in outcome.allowed] == ["remote"]
-    assert decider.requests == []
+    assert outcome.allowed == ()
+    assert decider.requests[0].commands == ("remote: sse http://127.0.0.1:1/sse",)
+
+
+async def test_the_project_trust_variable_trusts_the_file_for_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    write(project / "plugins.yaml", "plugins: {remote: {transport: sse, url: 'http://127.0.0.1:1/sse'}}\n")
+    merged = merge_plugin_files(load_plugin_files(project, tmp_path / "home"), project)
+    monkeypatch.setenv("IRONHIVE_TRUST_PROJECT", "1")
+    decider = RecordingDecider(TrustDecision.DENY)
+    store = TrustStore(tmp_path / "trust.json")
+    assert [server.name for server in (await check_trust(merged, store, decider)).allowed] == ["remote"]
+    assert decider.requests == [] and store.records() == ()
 
 
 # -- real processes -----------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ironhive.adapters.config.trust import ProjectTrust, TrustStore
 from ironhive.adapters.permissions.jsonc import to_plain_json
 from ironhive.adapters.permissions.loader import load_permission_file, load_permission_policy
 from ironhive.domain.errors import ConfigurationError
@@ -38,6 +39,15 @@ README_POLICY = PermissionPolicy(
 )
 
 
+def trusted_policy(root: Path, section: Any) -> PermissionPolicy:
+    """The policy with the project's files trusted: these tests are about formats and precedence (the untrusted
+    case is in test_untrusted_permissions.py)."""
+    home = root / "home"
+    return load_permission_policy(
+        root, section, trust=ProjectTrust(home=home, store=TrustStore.for_home(home), trust_all=True)
+    )
+
+
 def write(root: Path, name: str, text: str) -> Path:
     path = root / ".ironhive" / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -51,7 +61,7 @@ def write(root: Path, name: str, text: str) -> Path:
 @pytest.mark.parametrize("name", ["permissions.yaml", "permissions.yml"])
 def test_readme_yaml_example_loads(tmp_path: Path, name: str) -> None:
     write(tmp_path, name, README_YAML)
-    assert load_permission_policy(tmp_path, None) == README_POLICY
+    assert trusted_policy(tmp_path, None) == README_POLICY
 
 
 def test_yaml_with_every_key(tmp_path: Path) -> None:
@@ -71,7 +81,7 @@ permissions:
   default_action: Deny
 """,
     )
-    assert load_permission_policy(tmp_path, None) == PermissionPolicy(
+    assert trusted_policy(tmp_path, None) == PermissionPolicy(
         read=(PermissionRule(pattern="a", action=ALLOW),),
         edit=(PermissionRule(pattern="b", action=ASK),),  # action defaults to ask
         external_directory=(PermissionRule(pattern="/tmp/**", action=DENY, reason="no tmp"),),
@@ -104,7 +114,7 @@ def test_json_with_comments_trailing_commas_and_any_key_case(tmp_path: Path) -> 
 }
 """,
     )
-    assert load_permission_policy(tmp_path, None) == README_POLICY
+    assert trusted_policy(tmp_path, None) == README_POLICY
 
 
 def test_json_accepts_camel_case_section_keys(tmp_path: Path) -> None:
@@ -114,7 +124,7 @@ def test_json_accepts_camel_case_section_keys(tmp_path: Path) -> None:
         '{"permissions": {"externalDirectory": [{"pattern": "/opt/**", "action": "allow"}],'
         ' "mcpTools": [], "readOnlyTools": ["x"], "askBeforeDelete": false}}',
     )
-    policy = load_permission_policy(tmp_path, None)
+    policy = trusted_policy(tmp_path, None)
     assert policy.external_directory == (PermissionRule(pattern="/opt/**", action=ALLOW),)
     assert policy.read_only_tools == ("x",)
     assert policy.ask_before_delete is False
@@ -126,7 +136,7 @@ def test_json_strings_containing_comment_markers_are_kept(tmp_path: Path) -> Non
         "permissions.json",
         r'{"permissions": {"bash": [{"pattern": "curl http://x/* ,]", "reason": "a \" // b /* c */,}"}]}}',
     )
-    (rule,) = load_permission_policy(tmp_path, None).bash
+    (rule,) = trusted_policy(tmp_path, None).bash
     assert rule.pattern == "curl http://x/* ,]"
     assert rule.reason == 'a " // b /* c */,}'
 
@@ -148,17 +158,17 @@ def test_bom_is_accepted(tmp_path: Path) -> None:
 
 
 def test_no_file_and_no_section_gives_the_defaults(tmp_path: Path) -> None:
-    assert load_permission_policy(tmp_path, None) is DEFAULT_POLICY
+    assert trusted_policy(tmp_path, None) is DEFAULT_POLICY
 
 
 def test_yaml_beats_yml_beats_json_beats_config_section(tmp_path: Path) -> None:
     section = {"defaultAction": "allow"}
     write(tmp_path, "permissions.json", '{"permissions": {"default_action": "deny"}}')
-    assert load_permission_policy(tmp_path, section).default_action == DENY
+    assert trusted_policy(tmp_path, section).default_action == DENY
     write(tmp_path, "permissions.yml", "permissions: {default_action: ask, read_only_tools: [yml]}")
-    assert load_permission_policy(tmp_path, section).read_only_tools == ("yml",)
+    assert trusted_policy(tmp_path, section).read_only_tools == ("yml",)
     write(tmp_path, "permissions.yaml", "permissions: {read_only_tools: [yaml]}")
-    assert load_permission_policy(tmp_path, section).read_only_tools == ("yaml",)
+    assert trusted_policy(tmp_path, section).read_only_tools == ("yaml",)
 
 
 def test_config_section_is_used_without_a_file(tmp_path: Path) -> None:
@@ -170,7 +180,7 @@ def test_config_section_is_used_without_a_file(tmp_path: Path) -> None:
         "askBeforeDelete": False,
         "defaultAction": "deny",
     }
-    assert load_permission_policy(tmp_path, section) == PermissionPolicy(
+    assert trusted_policy(tmp_path, section) == PermissionPolicy(
         read=(PermissionRule(pattern="**/*", action=ALLOW),),
         external_directory=(PermissionRule(pattern="/data/**", action=ALLOW, priority=2),),
         mcp_tools=(PermissionRule(pattern="*", action=DENY),),
@@ -181,17 +191,17 @@ def test_config_section_is_used_without_a_file(tmp_path: Path) -> None:
 
 
 def test_config_section_is_a_complete_policy(tmp_path: Path) -> None:
-    policy = load_permission_policy(tmp_path, {"bash": [{"pattern": "git *", "action": "allow"}]})
+    policy = trusted_policy(tmp_path, {"bash": [{"pattern": "git *", "action": "allow"}]})
     assert policy.bash == (PermissionRule(pattern="git *", action=ALLOW),)
     assert policy.read == () and policy.edit == () and policy.tools == () and policy.mcp_tools == ()
     assert policy.ask_before_delete is True
     assert policy.default_action == ASK
-    assert load_permission_policy(tmp_path, {}) == PermissionPolicy()
+    assert trusted_policy(tmp_path, {}) == PermissionPolicy()
 
 
 def test_a_file_is_a_complete_policy_too(tmp_path: Path) -> None:
     write(tmp_path, "permissions.yaml", "permissions:\n  bash: [{pattern: 'ls', action: allow}]\n")
-    policy = load_permission_policy(tmp_path, None)
+    policy = trusted_policy(tmp_path, None)
     assert policy.read == () and policy.tools == ()
 
 
@@ -269,7 +279,7 @@ def test_a_file_is_a_complete_policy_too(tmp_path: Path) -> None:
 def test_file_errors_name_the_file_and_the_problem(tmp_path: Path, name: str, text: str, message: str) -> None:
     path = write(tmp_path, name, text)
     with pytest.raises(ConfigurationError) as caught:
-        load_permission_policy(tmp_path, {"defaultAction": "allow"})  # a broken file never falls back
+        trusted_policy(tmp_path, {"defaultAction": "allow"})  # a broken file never falls back
     assert f"permission file '{path}'" in str(caught.value)
     assert message in str(caught.value)
 
@@ -288,20 +298,20 @@ def test_file_errors_name_the_file_and_the_problem(tmp_path: Path, name: str, te
 )
 def test_config_section_errors_name_the_section(tmp_path: Path, section: Any, message: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
-        load_permission_policy(tmp_path, section)
+        trusted_policy(tmp_path, section)
     assert str(caught.value).startswith("Invalid config.yaml permissions section: ")
     assert message in str(caught.value)
 
 
 def test_unreadable_file_is_an_error(tmp_path: Path) -> None:
     (tmp_path / ".ironhive" / "permissions.yaml").mkdir(parents=True)
-    with pytest.raises(ConfigurationError, match="Cannot read permission file"):
-        load_permission_policy(tmp_path, None)
+    with pytest.raises(ConfigurationError, match=r"Refusing to read .*permissions\.yaml: it is a directory"):
+        trusted_policy(tmp_path, None)
 
 
 def test_several_problems_are_reported_together(tmp_path: Path) -> None:
     write(tmp_path, "permissions.yaml", "permissions:\n  raed: []\n  bash: [{pattern: x, action: nope}]\n")
     with pytest.raises(ConfigurationError) as caught:
-        load_permission_policy(tmp_path, None)
+        trusted_policy(tmp_path, None)
     assert "unknown key 'raed'" in str(caught.value)
     assert "'nope' is not an action" in str(caught.value)
