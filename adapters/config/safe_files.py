@@ -129,11 +129,15 @@ class YamlLimitError(yaml.MarkedYAMLError):  # type: ignore[misc]  # PyYAML ship
     """A YAML document breaks one of the bounds (nesting, aliases, duplicate keys)."""
 
 
-class BoundedSafeLoader(yaml.SafeLoader):  # type: ignore[misc]
-    """``yaml.SafeLoader`` that refuses duplicate keys, deep nesting and alias expansion beyond the bounds."""
+class _Bounded:
+    """The bounds, mixed into a PyYAML loader: duplicate keys, deep nesting and alias expansion are refused."""
+
+    check_event: Any
+    peek_event: Any
+    construct_object: Any
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        super().__init__(stream)  # type: ignore[call-arg]
         self._depth = 0
         self._aliases = 0
 
@@ -143,18 +147,18 @@ class BoundedSafeLoader(yaml.SafeLoader):  # type: ignore[misc]
             if self._aliases > MAX_ALIASES:
                 mark = self.peek_event().start_mark
                 raise YamlLimitError(problem=f"more than {MAX_ALIASES} aliases", problem_mark=mark)
-            return super().compose_node(parent, index)
+            return super().compose_node(parent, index)  # type: ignore[misc]
         self._depth += 1
         try:
             if self._depth > MAX_NESTING:
                 mark = self.peek_event().start_mark
                 raise YamlLimitError(problem=f"nested deeper than {MAX_NESTING} levels", problem_mark=mark)
-            return super().compose_node(parent, index)
+            return super().compose_node(parent, index)  # type: ignore[misc]
         finally:
             self._depth -= 1
 
     def compose_document(self) -> Node:
-        node: Node = super().compose_document()
+        node: Node = super().compose_document()  # type: ignore[misc]
         if self._aliases:
             _check_expansion(node)
         return node
@@ -173,7 +177,15 @@ class BoundedSafeLoader(yaml.SafeLoader):  # type: ignore[misc]
                     continue
                 if duplicate:
                     raise YamlLimitError(problem=f"duplicate key '{key}'", problem_mark=key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc, no-any-return]
+
+
+class BoundedSafeLoader(_Bounded, yaml.SafeLoader):  # type: ignore[misc]
+    """``yaml.SafeLoader`` that refuses duplicate keys, deep nesting and alias expansion beyond the bounds."""
+
+
+class BoundedBaseLoader(_Bounded, yaml.BaseLoader):  # type: ignore[misc]
+    """``yaml.BaseLoader`` (every scalar a string) with the same bounds."""
 
 
 def _children(node: Node) -> list[Node]:
@@ -216,13 +228,17 @@ def _check_expansion(root: Node) -> None:
         stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
 
 
-def load_yaml(text: str) -> object:
+def load_yaml(text: str, *, strings_only: bool = False) -> object:
     """Parse one YAML document with :class:`BoundedSafeLoader` (a drop-in for ``yaml.safe_load``).
+
+    Args:
+        text: The YAML text.
+        strings_only: Keep every scalar a string (:class:`BoundedBaseLoader`, as ``yaml.BaseLoader`` does).
 
     Raises:
         yaml.YAMLError: The text does not parse or breaks a bound (:class:`YamlLimitError`, with a mark).
     """
-    loader = BoundedSafeLoader(text)
+    loader = BoundedBaseLoader(text) if strings_only else BoundedSafeLoader(text)
     try:
         return loader.get_single_data()
     except RecursionError as error:  # a safety net: the bounds above keep far below the interpreter's limit

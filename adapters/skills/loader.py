@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from ironhive.adapters.config.safe_files import load_yaml, read_limited_text
 from ironhive.adapters.skills.tool import LoadSkillTool
+from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.skills.catalog import MetadataBlock, render_metadata_block, select_skills
 from ironhive.domain.skills.frontmatter import split_front_matter
 from ironhive.domain.skills.manifest import SKILL_FILE_NAME, Severity, SkillManifest, SkillProblem
@@ -198,8 +200,8 @@ class SkillsLoader:
             self._problem("error", f"Skill '{directory.name}' was not loaded ({skill_file}): {reason}")
 
         try:
-            content = skill_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            content = read_limited_text(skill_file) or ""  # bounded, regular files only, never blocks
+        except ConfigurationError as exc:
             reject(f"SKILL.md could not be read: {exc}.")
             return None
         split = split_front_matter(content)
@@ -209,7 +211,7 @@ class SkillsLoader:
         try:
             # BaseLoader keeps every scalar a string, as the specification's validator reads front matter:
             # `version: 1.0` under metadata is the text "1.0", not a float.
-            fields = yaml.load(split.front_matter, Loader=yaml.BaseLoader)
+            fields = load_yaml(split.front_matter, strings_only=True)
         except yaml.YAMLError as exc:
             reject(f"Front matter is not valid YAML: {' '.join(str(exc).split())}")
             return None
