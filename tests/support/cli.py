@@ -10,7 +10,13 @@ from pathlib import Path
 
 from ironhive.adapters.config.environment import ENVIRONMENT_VARIABLES
 
-PROVIDER_VARIABLES = (*ENVIRONMENT_VARIABLES, "GOOGLE_API_KEY", "HF_ENDPOINT", "HF_HUB_OFFLINE")
+PROVIDER_VARIABLES = (
+    *ENVIRONMENT_VARIABLES,
+    "GOOGLE_API_KEY",
+    "HF_ENDPOINT",
+    "HF_HUB_OFFLINE",
+    "IRONHIVE_TRUST_PROJECT",
+)
 """Every variable the configuration reads, so a developer's own settings never leak into a test run."""
 
 
