@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,8 +64,8 @@ TOOL_ROUND = (
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[LlamaCppChatClient]:
-    chat_client = LlamaCppChatClient()
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppChatClient]:
+    chat_client = LlamaCppChatClient(prefix_cache_dir=tmp_path_factory.mktemp("prefix-cache"))
     yield chat_client
     chat_client.close()
 
@@ -74,8 +76,43 @@ def generating(chat_client: LlamaCppChatClient) -> bool:
 
 
 def tokens_generated(chat_client: LlamaCppChatClient, prompt_tokens: int) -> int:
-    """How many tokens the last generation got through (white-box: the tokens in llama.cpp's context)."""
-    return int(chat_client._llama.n_tokens) - prompt_tokens
+    """How many tokens the last generation got through: the tokens in llama.cpp's context, as the worker reported."""
+    assert chat_client.last_run is not None
+    return chat_client.last_run.context_tokens - prompt_tokens
+
+
+# Raw llama-cpp-python runs in a child process too, so a native crash is this test's failure, not pytest's death.
+RAW_COMPLETIONS = """
+import json, sys
+from llama_cpp import Llama
+path, n_ctx, messages, limits = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+raw = Llama(model_path=path, n_ctx=n_ctx, verbose=False)
+out = [raw.create_chat_completion(messages, temperature=0.0, max_tokens=limit) for limit in limits]
+raw.close()
+print(json.dumps(out))
+"""
+
+
+def raw_completions(chat_client: LlamaCppChatClient, messages: object, limits: list[int]) -> list[dict[str, Any]]:
+    """What plain llama-cpp-python answers, run in a child process."""
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RAW_COMPLETIONS,
+            str(chat_client.model_path),
+            str(chat_client.context_size),
+            json.dumps(messages),
+            json.dumps(limits),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=PROMPT_SECONDS * 4,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    result: list[dict[str, Any]] = json.loads(completed.stdout)
+    return result
 
 
 async def long_prompt_tokens(chat_client: LlamaCppChatClient) -> int:
@@ -115,15 +152,17 @@ async def test_streaming_yields_text_deltas_then_usage(client: LlamaCppChatClien
     assert last.finish_reason in ("stop", "length")
 
 
-async def test_usage_matches_what_llama_cpp_counts(client: LlamaCppChatClient) -> None:
-    from llama_cpp import Llama
-
-    raw = Llama(model_path=str(client.model_path), n_ctx=client.context_size, verbose=False)
-    messages: Any = to_llama_messages(HELLO)
+async def test_usage_matches_what_llama_cpp_counts(tmp_path: Path) -> None:
+    # A fresh client and a fresh raw Llama, asked the same things in the same order: the first call evaluates the
+    # whole prompt on both sides, the second reuses it (llama.cpp's logits differ slightly between the two ways).
+    fresh = LlamaCppChatClient(prefix_cache_dir=tmp_path)
+    all_options = (SHORT, ChatOptions(temperature=0.0, max_output_tokens=5))
+    expectations = raw_completions(
+        fresh, to_llama_messages(HELLO), [options.max_output_tokens or 0 for options in all_options]
+    )
     try:
-        for options in (SHORT, ChatOptions(temperature=0.0, max_output_tokens=5)):
-            expected: Any = raw.create_chat_completion(messages, temperature=0.0, max_tokens=options.max_output_tokens)
-            response = await client.get_response(HELLO, options)
+        for options, expected in zip(all_options, expectations, strict=True):
+            response = await fresh.get_response(HELLO, options)
 
             assert response.usage is not None
             assert response.usage.input_tokens == expected["usage"]["prompt_tokens"]
@@ -131,7 +170,7 @@ async def test_usage_matches_what_llama_cpp_counts(client: LlamaCppChatClient) -
             assert response.finish_reason == expected["choices"][0]["finish_reason"]
             assert response.message.text == expected["choices"][0]["message"]["content"]
     finally:
-        raw.close()
+        fresh.close()
 
 
 async def test_max_output_tokens_is_honoured(client: LlamaCppChatClient) -> None:
@@ -256,19 +295,29 @@ def test_missing_model_file_is_a_configuration_error(tmp_path: Path) -> None:
 async def test_unloadable_model_file_is_a_configuration_error(tmp_path: Path) -> None:
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a model at all" * 100)
-    chat_client = LlamaCppChatClient(model_path=junk)
+    chat_client = LlamaCppChatClient(model_path=junk, prefix_cache_dir=tmp_path / "cache")
 
     assert chat_client.context_size == 8192  # no trained context in the header: n_ctx as configured
-    with pytest.raises(ConfigurationError, match=r"junk\.gguf"):
-        await chat_client.get_response(HELLO, SHORT)
+    try:
+        with pytest.raises(ConfigurationError, match=r"junk\.gguf"):
+            await chat_client.get_response(HELLO, SHORT)
+    finally:
+        chat_client.close()
 
 
-async def test_missing_llama_cpp_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
-    chat_client = LlamaCppChatClient()
+async def test_missing_llama_cpp_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The worker process imports llama_cpp, so the stand-in that fails to import goes on its import path.
+    package = tmp_path / "site" / "llama_cpp"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('no llama.cpp in this environment')\n")
+    monkeypatch.setenv("PYTHONPATH", str(package.parent))
+    chat_client = LlamaCppChatClient(prefix_cache_dir=tmp_path / "cache")
 
-    with pytest.raises(ConfigurationError, match=re.escape('pip install "ironhive[local]"')):
-        await chat_client.get_response(HELLO, SHORT)
+    try:
+        with pytest.raises(ConfigurationError, match=re.escape('pip install "ironhive[local]"')):
+            await chat_client.get_response(HELLO, SHORT)
+    finally:
+        chat_client.close()
 
 
 def test_missing_bundled_model_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
