@@ -280,11 +280,13 @@ class Worker:
         root, max_bytes = settings.get("prefix_cache_dir"), int(settings.get("prefix_cache_max_bytes") or 0)
         if not root or max_bytes <= 0:
             return None
+        context = getattr(llama, "context_params", None)
+        if context is None:  # not llama-cpp-python's Llama (a stand-in): no state to cache
+            return None
         try:
             parts = model_file_identity(Path(settings["model_path"]))
         except OSError:
             return None
-        context = llama.context_params
         parts += [
             f"llama_cpp {getattr(module, '__version__', '')}",
             f"n_ctx={llama.n_ctx()}",
