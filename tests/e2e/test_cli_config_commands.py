@@ -171,6 +171,7 @@ def test_config_show_merges_every_layer(cli: Cli, snapshot: SnapshotAssertion) -
         "  targetRatio: lots\npermissions:\n  defaultAction: deny\n"
     )
     (cli.project / ".env").write_text('XAI_MODEL="grok-dotenv"\nANTHROPIC_MODEL=claude-dotenv\n')
+    assert cli("trust").returncode == 0  # every layer: the project's files count once trusted
     environment = {"ANTHROPIC_API_KEY": "an-key-123456", "ANTHROPIC_MODEL": "claude-env"}
     completed = cli("config", env=environment)
     assert completed.returncode == 0
