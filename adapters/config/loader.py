@@ -85,6 +85,8 @@ class LoadedConfig:
         ignored: What was ignored because the project is not trusted, one item per file (empty when nothing was).
         untrusted_files: The untrusted project files whose content was (partly) ignored, each with the SHA-256 of the
             content read: what trusting the project now would trust.
+        trust_notice: The one line (also among ``notices``) saying what was ignored and how to trust, when anything
+            was.
     """
 
     config: IronHiveConfig
@@ -93,6 +95,7 @@ class LoadedConfig:
     sources: tuple[Path, ...] = ()
     ignored: tuple[str, ...] = ()
     untrusted_files: tuple[tuple[Path, str], ...] = ()
+    trust_notice: str | None = None
 
 
 def load_config(
@@ -150,8 +153,9 @@ def load_config(
     for note, file_and_digest in _other_untrusted_files(project, trust):
         ignored.append(note)
         untrusted.append(file_and_digest)
-    if ignored:
-        notices.append(untrusted_notice(ignored))
+    trust_notice = untrusted_notice(ignored) if ignored else None
+    if trust_notice is not None:
+        notices.append(trust_notice)
     config = IronHiveConfig.model_validate(merged)
     return LoadedConfig(
         config=config,
@@ -160,6 +164,7 @@ def load_config(
         sources=tuple(sources),
         ignored=tuple(ignored),
         untrusted_files=tuple(untrusted),
+        trust_notice=trust_notice,
     )
 
 

@@ -117,7 +117,12 @@ def configuration_checks(home: Path, project: Path, environ: Mapping[str, str]) 
     else:
         hint = "Run `ironhive doctor --fix` to create it, or set a value with `ironhive set <key> <value>`."
         checks.append(_check("Global config file", "warning", f"Not found: {global_file}", hint))
-    checks.extend(_check("Legacy settings", "pass", notice) for notice in loaded.notices)
+    checks.extend(
+        _check("Legacy settings", "pass", notice) for notice in loaded.notices if notice != loaded.trust_notice
+    )
+    if loaded.trust_notice is not None:
+        trust_hint = "Review the project's files, then run `ironhive trust` (until then they cannot widen anything)."
+        checks.append(_check("Project trust", "warning", loaded.trust_notice, trust_hint))
     hint = "Correct or remove it; `ironhive config` shows the effective configuration."
     checks.extend(_check("Config warning", "warning", warning, hint) for warning in loaded.warnings)
     if not loaded.warnings:

@@ -152,6 +152,7 @@ def test_fix_restricts_the_files_holding_secrets(doctor: Doctor, snapshot: Snaps
     public.parent.mkdir()
     public.write_text("compaction:\n  targetRatio: 0.6\n")  # holds no secret: it may stay readable
     public.chmod(0o644)
+    assert doctor.ironhive("trust").returncode == 0  # the project's .env key counts once the project is trusted
 
     before = doctor.json(env={"LMSUPPLY_ENABLED": "false"})[2]
     permissions = named(before, "File permissions")
@@ -180,6 +181,7 @@ def test_config_warnings_and_an_invalid_permission_file(doctor: Doctor, snapshot
     project_config.mkdir()
     (project_config / "config.yaml").write_text("openai: [unclosed\n")
     (project_config / "permissions.yaml").write_text("permissions:\n  bash:\n    - pattern: '*'\n      action: maybe\n")
+    assert doctor.ironhive("trust").returncode == 0  # about broken files, not about trust
     code, text, report = doctor.json()
     assert code == 1
     assert text == snapshot
@@ -307,7 +309,7 @@ def test_mcp_plugins_start_when_trusted_and_untrusted_ones_never_run(
     mcp = {check["name"]: (check["status"], check["message"]) for check in checks_of(report, "MCP")}
     assert mcp["Global plugin file"][0] == "pass"
     assert mcp["Project plugin file"][0] == "warning"
-    assert "its stdio plugins do not start: sneaky" in str(mcp["Project plugin file"][1])
+    assert "its plugins do not start: sneaky" in str(mcp["Project plugin file"][1])
     assert mcp["Plugin tools"][0] == "pass"
     assert str(mcp["Plugin tools"][1]).startswith("Started (stdio); ")
     assert "fail" in str(mcp["Plugin tools"][1])  # --verbose lists the tools
@@ -316,7 +318,7 @@ def test_mcp_plugins_start_when_trusted_and_untrusted_ones_never_run(
     assert code == 1
     project_file = named(report, "Project plugin file")
     trust = f"ironhive mcp trust {doctor.project / '.ironhive' / 'plugins.yaml'}"
-    assert project_file["hint"] == f"Review it, then run `{trust}`."
+    assert project_file["hint"] == f"Review it, then run `ironhive trust` (or `{trust}`)."
     assert json.dumps(checks_of(json.loads(text), "MCP"), indent=2) == snapshot
 
 
