@@ -75,6 +75,7 @@ def test_fixes_create_migrate_and_restrict_then_nothing_is_left_to_fix(home: Pat
     checks = configuration_checks(home, project, {}).checks
     assert [(check.name, check.status) for check in checks] == [
         ("Global config file", "pass"),
+        ("Project trust", "warning"),  # the untrusted project's .env key is ignored, and doctor says so
         ("Config files", "pass"),
         ("Permission policy", "pass"),
         ("File permissions", "pass"),
