@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import stat
 from pathlib import Path
@@ -180,3 +181,33 @@ def test_a_hostile_file_cannot_be_trusted(tmp_path: Path) -> None:
     link.symlink_to("/dev/zero")
     with pytest.raises(OSError, match="not a regular file"):
         TrustStore.for_home(tmp_path / "home").trust(link)
+
+
+# -- the one question on a terminal ---------------------------------------------------------------------------------
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_yes_on_a_terminal_trusts_the_files_and_a_no_is_not_asked_again(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ironhive.adapters.config.trust import was_declined
+    from ironhive.cli.trust_command import ask_to_trust
+
+    monkeypatch.setenv("HOME", str(home))
+    project_file = repo / ".ironhive" / "config.yaml"
+    project_file.write_text(REPO_CONFIG)
+    loaded = load(home, repo)
+
+    assert ask_to_trust(loaded, stdin=io.StringIO("y\n"), stderr=Terminal()) is False  # no terminal: nobody asked
+    question = Terminal()
+    assert ask_to_trust(loaded, stdin=Terminal("n\n"), stderr=question) is False
+    assert "openai.endpoint" in question.getvalue() and "[y] yes  [N] no" in question.getvalue()
+    assert was_declined(project_file, sha256_of(project_file.read_bytes()))
+    assert load(home, repo).trust_notice is not None
+
+    assert ask_to_trust(loaded, stdin=Terminal("y\n"), stderr=Terminal()) is True
+    assert load(home, repo).config.openai.endpoint == "http://127.0.0.1:18765/v1"
