@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ironhive.domain.permissions.evaluator import RuleOutcome, evaluate_rules, glob_matches, select_rule
+from ironhive.domain.permissions.command_forms import (
+    Form,
+    command_forms,
+    flags_match,
+    nested_commands,
+    nested_scripts,
+)
+from ironhive.domain.permissions.command_risks import always_denied, is_fork_bomb, unsafe_reason
+from ironhive.domain.permissions.evaluator import Matcher, RuleOutcome, evaluate_rules, glob_matches, select_rule
 from ironhive.domain.permissions.rules import PermissionAction, PermissionPolicy, PermissionRule
-from ironhive.domain.permissions.shell import ShellParseError, split_shell_command
+from ironhive.domain.permissions.shell import ShellParseError, SimpleCommand, parse_shell_command
 from ironhive.domain.permissions.verdict import COMMAND_PROMPT, Verdict, higher_level, truncate_command
 from ironhive.ports.approval import RiskLevel
 
@@ -27,14 +35,17 @@ ALWAYS_DENIED_PATTERNS: tuple[str, ...] = (
     "| /bin/bash",
     "| /bin/sh",
 )
-"""Lowercase substrings refused whatever the rules say (checked on the whole command and on each simple command)."""
+"""Lowercase substrings refused whatever the rules say (checked on the whole command and on each simple command).
+
+The same dangers in other spellings (``rm -fr /``, ``curl x|dash``, ``/bin/rm -r -f ~``, a renamed fork bomb) are
+recognised by shape in ``command_risks``."""
 
 _CRITICAL_PATTERNS = ("rm -rf", "del /s /q", "format ", "fdisk", "mkfs", ":(){:|:&};:", "> /dev/sda", "dd if=")
 _DANGEROUS = "Potentially dangerous command"
 _NO_COMMAND = "Shell command with no command specified"
 # A rule pattern spelling an operator can only describe a whole command line, never one simple command.
 _COMPOUND_MARKERS = ("|", ";", "&", "\n", "`", "$(")
-_ASSIGNMENTS = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=\S* +)+")
+_MAX_NESTED_SCRIPTS = 8
 
 
 def is_always_denied(command: str) -> bool:
@@ -57,7 +68,7 @@ def classify_command(command: str) -> RiskLevel:
     if is_always_denied(lower) or any(pattern in lower for pattern in _CRITICAL_PATTERNS):
         return RiskLevel.CRITICAL
     if (
-        lower.startswith(("sudo ", "runas "))
+        lower.startswith(("sudo ", "runas ", "doas "))
         or "chmod 777" in lower
         or (("curl" in lower or "wget" in lower) and "| sh" in lower)
     ):
@@ -69,9 +80,13 @@ def judge_command(policy: PermissionPolicy, command: str) -> Verdict:
     """Judge a shell command line with the policy's bash rules.
 
     The line is split into simple commands; each is matched against the bash rules on its own, so an allow rule such
-    as ``git *`` never covers what follows a ``;``. One deny denies the line, one ask asks, and it is allowed only when
-    every part is. Rules whose pattern spells an operator (``curl * | *sh*``) are matched against the whole line, and
-    only their deny or ask counts. A line that cannot be split is asked about, never allowed.
+    as ``git status *`` never covers what follows a ``;``. One deny denies the line, one ask asks, and it is allowed
+    only when every part is. Deny and ask rules are also matched against each part's normal forms (assignments,
+    wrappers such as ``env``/``nice``/``sudo`` and program paths stripped, flags split: ``/bin/rm -r -f x`` is
+    ``rm -rf x``) and against what a part hands to a shell (``sh -c``, ``eval``, ``find -exec``). Rules whose pattern
+    spells an operator (``curl * | *sh*``) are matched against the whole line, and only their deny or ask counts. An
+    allowed line still asks when a part redirects to a file, writes into ``.ironhive``/``.git`` or passes an option
+    that runs a program or writes elsewhere. A line that cannot be split is asked about, never allowed.
 
     Args:
         policy: The permission policy.
@@ -83,24 +98,25 @@ def judge_command(policy: PermissionPolicy, command: str) -> Verdict:
     trimmed = command.strip()
     if not trimmed:
         return Verdict.deny(RiskLevel.HIGH, _NO_COMMAND)
-    if is_always_denied(trimmed):
+    if is_always_denied(trimmed) or is_fork_bomb(trimmed):
         return Verdict.deny(RiskLevel.CRITICAL, _DANGEROUS)
     try:
-        parts = split_shell_command(trimmed)
+        parts = parse_shell_command(trimmed)
+        judged = _expand(parts, depth=0)
     except ShellParseError as error:
         return _judge_unparseable(policy, trimmed, error)
     if not parts:
         return Verdict.deny(RiskLevel.HIGH, _NO_COMMAND)
-    if any(is_always_denied(part) for part in parts):
+    if any(is_always_denied(item.command.text) or always_denied(item.command, item.forms) for item in judged):
         return Verdict.deny(RiskLevel.CRITICAL, _DANGEROUS)
 
-    outcomes = [evaluate_rules(policy.bash, part, glob_matches, policy.default_action) for part in parts]
-    # Assignments stay in the text an allow rule must cover, but they must not hide a command from deny and ask rules.
-    for part in parts:
-        bare = _ASSIGNMENTS.sub("", part)
-        rule = select_rule(policy.bash, bare, glob_matches) if bare != part else None
-        if rule is not None and rule.action != PermissionAction.ALLOW:
-            outcomes.append(RuleOutcome(action=rule.action, rule=rule))
+    outcomes = [evaluate_rules(policy.bash, part.text, glob_matches, policy.default_action) for part in parts]
+    # Only a deny or ask is taken from normal forms and nested commands: an allow must cover the text as written.
+    for item in judged:
+        for form in item.forms:
+            rule = select_rule(policy.bash, " ".join(form), _form_matcher(form))
+            if rule is not None and rule.action != PermissionAction.ALLOW:
+                outcomes.append(RuleOutcome(action=rule.action, rule=rule))
     compound = select_rule(_compound_rules(policy.bash), trimmed, glob_matches)
     if compound is not None:
         outcomes.insert(0, RuleOutcome(action=compound.action, rule=compound))
@@ -109,12 +125,46 @@ def judge_command(policy: PermissionPolicy, command: str) -> Verdict:
     if denied is not None:
         return Verdict.deny(RiskLevel.CRITICAL, denied.reason or f"Denied command: {truncate_command(trimmed)}")
     asked = _first(outcomes, PermissionAction.ASK)
+    unsafe = next((reason for item in judged if (reason := unsafe_reason(item.command, item.forms))), None)
+    if asked is None and unsafe is None:
+        return Verdict.allow()
+    level = classify_command(trimmed)
+    for item in judged:
+        level = higher_level(level, classify_command(item.command.text))
     if asked is not None:
-        level = classify_command(trimmed)
-        for part in parts:
-            level = higher_level(level, classify_command(part))
         return Verdict.ask(level, asked.reason or f"Shell command: {truncate_command(trimmed)}", COMMAND_PROMPT)
-    return Verdict.allow()
+    return Verdict.ask(level, f"{unsafe}: {truncate_command(trimmed)}", COMMAND_PROMPT)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Judged:
+    """One simple command the line would run (written, or handed to a shell), with its normal forms."""
+
+    command: SimpleCommand
+    forms: tuple[Form, ...]
+
+
+def _expand(parts: Sequence[SimpleCommand], *, depth: int) -> list[_Judged]:
+    """The parts with their forms, followed by what each hands to a shell or runs through ``find -exec``."""
+    if depth > _MAX_NESTED_SCRIPTS:
+        raise ShellParseError("shell scripts nested too deeply")
+    judged: list[_Judged] = []
+    for part in parts:
+        forms = command_forms(part.words)
+        judged.append(_Judged(command=part, forms=tuple(forms)))
+        for form in forms:
+            for script in nested_scripts(form):
+                judged.extend(_expand(parse_shell_command(script), depth=depth + 1))
+            for inner in nested_commands(form):
+                judged.append(_Judged(command=SimpleCommand(text=" ".join(inner), words=inner), forms=(inner,)))
+    return judged
+
+
+def _form_matcher(form: Form) -> Matcher:
+    def matches(pattern: str, text: str) -> bool:
+        return glob_matches(pattern, text) or flags_match(pattern, form)
+
+    return matches
 
 
 def _judge_unparseable(policy: PermissionPolicy, command: str, error: ShellParseError) -> Verdict:

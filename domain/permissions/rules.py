@@ -68,6 +68,21 @@ _ALLOW = PermissionAction.ALLOW
 _DENY = PermissionAction.DENY
 _ASK = PermissionAction.ASK
 
+
+def _commands(program: str, *subcommands: str) -> tuple[PermissionRule, ...]:
+    """Allow rules for ``program sub`` and ``program sub …`` per subcommand: what they name, not the whole program."""
+    return tuple(
+        _rule(pattern, _ALLOW) for sub in subcommands for pattern in (f"{program} {sub}", f"{program} {sub} *")
+    )
+
+
+# Subcommands that read the repository or change only its work tree and index; the options among them that run a
+# program or write elsewhere (--output, --exec, --ext-diff, ...) are asked about by the command judgement.
+_GIT_SUBCOMMANDS = (
+    "status", "diff", "log", "show", "branch", "add", "commit", "rev-parse", "ls-files", "blame", "describe",
+    "shortlog", "grep", "tag", "stash", "switch", "checkout", "restore", "--version",
+)  # fmt: skip
+
 _SECRETS = "May contain secrets"
 _CONFIG_FILE = "Configuration file"
 _READ_ONLY = "Read-only"
@@ -88,12 +103,13 @@ DEFAULT_POLICY = PermissionPolicy(
         _rule("*.yml", _ASK, 5, _CONFIG_FILE),
     ),
     bash=(
-        _rule("git *", _ALLOW),
-        _rule("dotnet *", _ALLOW),
-        _rule("npm *", _ALLOW),
-        _rule("cargo *", _ALLOW),
+        *_commands("git", *_GIT_SUBCOMMANDS),
+        *_commands("npm", "test", "run", "run-script", "ls", "--version"),
+        *_commands("cargo", "build", "test", "check", "clippy", "fmt", "doc", "tree", "metadata", "--version"),
+        *_commands("dotnet", "build", "test", "--version", "--info", "--list-sdks"),
         _rule("rm -rf *", _DENY, 100, "Destructive command"),
         _rule("sudo *", _DENY, 100, "Elevated privileges"),
+        _rule("doas *", _DENY, 100, "Elevated privileges"),
         _rule("curl * | *sh*", _DENY, 100, "Remote code execution"),
     ),
     external_directory=(),

@@ -11,12 +11,16 @@ Each returned part is the simple command's words, unquoted and joined by single 
 (``FOO=1 cmd``) and redirections stay in the text. A substitution keeps its raw text inside the enclosing word, and its
 own commands are returned as parts too. Leading reserved words (``if``, ``then``, ``do``, ``!``, ``{``, ``time``, …) are
 dropped so ``then rm -rf x`` is judged as ``rm -rf x``.
+
+``parse_shell_command`` returns the same parts with their structure: the argument words apart from the redirections
+(only an unquoted ``<``/``>`` is one, so ``echo ">"`` has none), and whether the command reads a pipe.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 _MAX_DEPTH = 64
 _SEPARATORS = frozenset(";&|\n")
@@ -28,6 +32,36 @@ _LEADING_RESERVED = frozenset(
 
 class ShellParseError(ValueError):
     """The command line is not something the splitter can take apart (unbalanced quotes, unclosed ``$(``, …)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Redirection:
+    """One redirection of a simple command.
+
+    Attributes:
+        operator: The operator with its file descriptor, unquoted: ``>``, ``2>>``, ``&>``, ``>&``, ``<``, ``<<``, ….
+        target: The word after the operator (a file, a descriptor number for ``>&``, a here-document delimiter).
+    """
+
+    operator: str
+    target: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SimpleCommand:
+    """One simple command of a command line.
+
+    Attributes:
+        text: The unquoted words joined by single spaces, redirections included (what ``split_shell_command`` gives).
+        words: The words without the redirections: leading assignments, the program and its arguments.
+        redirections: The redirections, in order.
+        piped: Whether the command reads the output of a ``|`` or ``|&`` before it.
+    """
+
+    text: str
+    words: tuple[str, ...]
+    redirections: tuple[Redirection, ...] = ()
+    piped: bool = False
 
 
 def split_shell_command(command: str) -> list[str]:
@@ -42,21 +76,46 @@ def split_shell_command(command: str) -> list[str]:
     Raises:
         ShellParseError: The command line is unbalanced or otherwise cannot be taken apart safely.
     """
+    return [part.text for part in parse_shell_command(command)]
+
+
+def parse_shell_command(command: str) -> list[SimpleCommand]:
+    """Split ``command`` into its simple commands with their words, redirections and pipes.
+
+    Args:
+        command: A command line as ``bash -c`` would receive it.
+
+    Returns:
+        The simple commands in the order ``split_shell_command`` gives them.
+
+    Raises:
+        ShellParseError: The command line is unbalanced or otherwise cannot be taken apart safely.
+    """
     parser = _Parser(command, depth=0, parts=[])
     parser.parse_list(closer=None)
     return parser.parts
 
 
 class _Word:
-    """The word being built, and whether its last character is an unquoted redirection operator."""
+    """The word being built, whether its last character is an unquoted redirection operator, and where its operator is.
 
-    __slots__ = ("after_redirect", "text")
+    ``op_start``/``op_end`` span the unquoted operator characters (first to last), so ``2>&1`` keeps ``2`` before the
+    span and ``1`` after it; text outside the span may have been quoted.
+    """
+
+    __slots__ = ("after_redirect", "op_end", "op_start", "text")
 
     def __init__(self) -> None:
         self.text = ""
         self.after_redirect = False
+        self.op_start: int | None = None
+        self.op_end = 0
 
-    def add(self, text: str, *, redirect: bool = False) -> None:
+    def add(self, text: str, *, redirect: bool = False, operator: bool = False) -> None:
+        if redirect or operator:
+            if self.op_start is None:
+                self.op_start = len(self.text)
+            self.op_end = len(self.text) + len(text)
         self.text += text
         self.after_redirect = redirect
 
@@ -64,7 +123,7 @@ class _Word:
 class _Parser:
     """A recursive-descent scanner over one command line (or the inside of one substitution)."""
 
-    def __init__(self, text: str, *, depth: int, parts: list[str]) -> None:
+    def __init__(self, text: str, *, depth: int, parts: list[SimpleCommand], piped: bool = False) -> None:
         if depth > _MAX_DEPTH:
             raise ShellParseError("the command is nested too deeply")
         self.text = text
@@ -72,13 +131,14 @@ class _Parser:
         self.depth = depth
         self.nesting = 0  # ${…}, $((…)) and "…" opened inside this parser's text
         self.parts = parts
+        self.piped = piped  # the next command reads a pipe (a subshell after "|" passes it on to its first command)
 
     # -- command lists ------------------------------------------------------------------------------------------
 
     def parse_list(self, closer: str | None) -> None:
         """Scan commands up to ``closer`` (a ``)`` ending a subshell or substitution) or the end of the text."""
         text = self.text
-        words: list[str] = []
+        words: list[_Word] = []
         word: _Word | None = None
         while self.pos < len(text):
             char = text[self.pos]
@@ -114,17 +174,20 @@ class _Parser:
                 word.add(char, redirect=True)
                 self.pos += 1
             elif char == "|" and word is not None and word.after_redirect:
-                word.add(char)  # ">|file"
+                word.add(char, operator=True)  # ">|file"
                 self.pos += 1
             elif char in _SEPARATORS:
                 word = self._end_word(words, word)
                 self._end_command(words)
                 words = []
-                self.pos += 1
+                pipe = char == "|" and nxt != "|"
+                self.pos += 2 if (char == "|" and nxt in "|&" and nxt) or (char == "&" and nxt == "&") else 1
+                self.piped = pipe or (self.piped and char == "\n")  # "a |\n b" still pipes
             elif char == "(":
                 if word is not None or words:
                     raise ShellParseError("unexpected '(' inside a command")
-                self._nested_command_text(start=self.pos, skip=1)
+                self._nested_command_text(start=self.pos, skip=1, piped=self.piped)
+                self.piped = False
             else:
                 word = word or _Word()
                 word.add(self._scan_word_piece(char))
@@ -132,26 +195,29 @@ class _Parser:
             raise ShellParseError("unclosed '(' or '$(' (missing ')')")
         self._finish(words, word)
 
-    def _finish(self, words: list[str], word: _Word | None) -> None:
+    def _finish(self, words: list[_Word], word: _Word | None) -> None:
         self._end_word(words, word)
         self._end_command(words)
 
     @staticmethod
-    def _end_word(words: list[str], word: _Word | None) -> None:
+    def _end_word(words: list[_Word], word: _Word | None) -> None:
         if word is not None:
-            words.append(word.text)
+            words.append(word)
 
-    def _end_command(self, words: list[str]) -> None:
+    def _end_command(self, words: list[_Word]) -> None:
         start = 0
-        while start < len(words) and words[start] in _LEADING_RESERVED:
+        while start < len(words) and words[start].text in _LEADING_RESERVED:
             start += 1
         # Empty quoted words ("rm '' -rf x") are dropped so they cannot shift the text past a rule's pattern.
-        part = " ".join(word for word in words[start:] if word).strip()
+        kept = [word for word in words[start:] if word.text]
+        part = " ".join(word.text for word in kept).strip()
         if part:
-            self.parts.append(part)
+            arguments, redirections = _structure(kept)
+            self.parts.append(SimpleCommand(text=part, words=arguments, redirections=redirections, piped=self.piped))
+            self.piped = False
 
-    def _sub_parser(self, text: str, *, start: int = 0) -> _Parser:
-        parser = _Parser(text, depth=self.depth + self.nesting + 1, parts=self.parts)
+    def _sub_parser(self, text: str, *, start: int = 0, piped: bool = False) -> _Parser:
+        parser = _Parser(text, depth=self.depth + self.nesting + 1, parts=self.parts, piped=piped)
         parser.pos = start
         return parser
 
@@ -267,9 +333,9 @@ class _Parser:
         self.pos += 1
         return "$"
 
-    def _nested_command_text(self, *, start: int, skip: int) -> str:
+    def _nested_command_text(self, *, start: int, skip: int, piped: bool = False) -> str:
         """Parse ``$(…)``, ``<(…)``, ``>(…)`` or a ``( … )`` subshell starting at ``start``; return its raw text."""
-        inner = self._sub_parser(self.text, start=start + skip)
+        inner = self._sub_parser(self.text, start=start + skip, piped=piped)
         inner.parse_list(closer=")")
         self.pos = inner.pos
         return self.text[start : self.pos]
@@ -321,3 +387,34 @@ class _Parser:
                 else:
                     self._scan_word_piece(char)
             raise ShellParseError("unclosed '${'")
+
+
+def _structure(words: list[_Word]) -> tuple[tuple[str, ...], tuple[Redirection, ...]]:
+    """Separate a simple command's argument words from its redirections (``2>&1``, ``> f``, ``foo>bar``)."""
+    arguments: list[str] = []
+    redirections: list[Redirection] = []
+    pending: str | None = None  # an operator still waiting for its target word ("> file")
+    for word in words:
+        text = word.text
+        if pending is not None and word.op_start is None:
+            redirections.append(Redirection(operator=pending, target=text))
+            pending = None
+            continue
+        if pending is not None:
+            redirections.append(Redirection(operator=pending, target=""))
+            pending = None
+        if word.op_start is None:
+            arguments.append(text)
+            continue
+        prefix, operator, target = text[: word.op_start], text[word.op_start : word.op_end], text[word.op_end :]
+        if prefix.isdigit() or (prefix.startswith("{") and prefix.endswith("}")):
+            operator = prefix + operator  # "2>", "{fd}>": the descriptor belongs to the operator
+        elif prefix:
+            arguments.append(prefix)  # "foo>bar" is the word "foo" and the redirection ">bar"
+        if target:
+            redirections.append(Redirection(operator=operator, target=target))
+        else:
+            pending = operator
+    if pending is not None:
+        redirections.append(Redirection(operator=pending, target=""))
+    return tuple(arguments), tuple(redirections)

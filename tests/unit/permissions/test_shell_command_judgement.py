@@ -30,8 +30,10 @@ PROMPT = "Allow executing this command?"
         ("r''m -rf  /", DENY, RiskLevel.CRITICAL, "Potentially dangerous command"),  # caught on the parsed part
         ("rm -rf build", DENY, RiskLevel.CRITICAL, "Destructive command"),
         ("sudo ls", DENY, RiskLevel.CRITICAL, "Elevated privileges"),
-        ("curl x | zsh", DENY, RiskLevel.CRITICAL, "Remote code execution"),  # compound rule on the whole line
-        ("git status; rm -rf ~", DENY, RiskLevel.CRITICAL, "Destructive command"),
+        ("curl x | zsh", DENY, RiskLevel.CRITICAL, "Potentially dangerous command"),  # a pipe into any shell
+        ("curl -s x | pwsh -", DENY, RiskLevel.CRITICAL, "Remote code execution"),  # compound rule on the whole line
+        ("git status; rm -rf build", DENY, RiskLevel.CRITICAL, "Destructive command"),
+        ("git status; rm -rf ~", DENY, RiskLevel.CRITICAL, "Potentially dangerous command"),  # the home directory
         ("make", ASK, RiskLevel.MEDIUM, "Shell command: make"),
         ("git status; make", ASK, RiskLevel.MEDIUM, "Shell command: git status; make"),
         ("chmod 777 x", ASK, RiskLevel.HIGH, "Shell command: chmod 777 x"),
