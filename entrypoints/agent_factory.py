@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ironhive.adapters.config.loader import LoadedConfig, load_config
-from ironhive.adapters.config.schema import IronHiveConfig
+from ironhive.adapters.config.schema import IronHiveConfig, permission_rules, sandbox_section
 from ironhive.adapters.mcp.trust import TrustDecider
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.loader import load_permission_policy
 from ironhive.adapters.tools.provider import BuiltInToolProvider
+from ironhive.adapters.tools.sandbox import CommandSandbox, SandboxSettings
 from ironhive.container import IronHiveContainer
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.context.budget import TokenBudgetChatClient
@@ -76,6 +77,7 @@ class AgentSettings:
         compaction: The ``compaction`` section.
         behavior: The ``chatBehavior`` section.
         permissions_section: The ``permissions`` section of config.yaml (used when the project has no permission file).
+        sandbox: The ``permissions.sandbox`` section: whether and how ``execute_command`` is sandboxed.
         retry: Retries and backoff of the failover chain.
         config: The merged configuration, for the optional tools (skills, advisor, web); none of them without it.
     """
@@ -87,6 +89,7 @@ class AgentSettings:
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     behavior: ChatBehavior = field(default_factory=ChatBehavior)
     permissions_section: object | None = None
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     config: IronHiveConfig | None = None
 
@@ -108,6 +111,7 @@ class AgentSettings:
         """
         chain = provider_chain(select_provider(provider, model, config), config)
         behavior = config.chat_behavior
+        sandbox = sandbox_section(config.permissions)
         return cls(
             providers=tuple(chain),
             working_directory=working_directory,
@@ -118,7 +122,8 @@ class AgentSettings:
                 maximum_iterations_per_request=behavior.maximum_iterations_per_request,
                 maximum_consecutive_errors_per_request=behavior.maximum_consecutive_errors_per_request,
             ),
-            permissions_section=config.permissions,
+            permissions_section=permission_rules(config.permissions),
+            sandbox=SandboxSettings(enabled=sandbox.enabled, network=sandbox.network),
             retry=RetryPolicy(
                 max_retries=config.providers.max_retries,
                 initial_backoff=float(config.providers.initial_backoff_seconds),
@@ -223,7 +228,11 @@ async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = 
         # original's 80 % it would refuse requests that compaction (which starts later on large windows) allows.
         chat_client=TokenBudgetChatClient(chain, window=window, threshold=1.0, counter=counter),
         context=context,
-        tools=[*await BuiltInToolProvider(root).get_tools(), *extras.tools, *extra_tools],
+        tools=[
+            *await BuiltInToolProvider(root, sandbox=CommandSandbox(settings.sandbox)).get_tools(),
+            *extras.tools,
+            *extra_tools,
+        ],
         system_prompt="\n\n".join(part for part in (DEFAULT_SYSTEM_PROMPT, extras.instructions) if part),
         options=CLI_OPTIONS,
         behavior=settings.behavior,

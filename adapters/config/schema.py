@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictInt, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
 from ironhive.domain.context.config import DEFAULT_PROTECTED_TOOL_OUTPUTS, CompactionConfig
+from ironhive.domain.errors import ConfigurationError
 
 
 def _number_as_text(value: object) -> object:
@@ -254,12 +255,63 @@ class ProvidersSection(ConfigSection):
     initial_backoff_seconds: Number = Field(default=1.0, ge=0)
 
 
+class SandboxSection(ConfigSection):
+    """``permissions.sandbox``: the OS sandbox ``execute_command`` runs in (bubblewrap on Linux, where it can run).
+
+    ``enabled: false`` runs commands unsandboxed even where a sandbox can run; ``network: true`` lets sandboxed
+    commands use the network. It sits in the raw ``permissions`` section, so it is read by :func:`sandbox_section`
+    and left out of the rules by :func:`permission_rules`.
+    """
+
+    enabled: StrictBool = True
+    network: StrictBool = False
+
+
+SANDBOX_KEY = "sandbox"
+"""The key of :class:`SandboxSection` inside the ``permissions`` section."""
+
+
+def sandbox_section(permissions: object) -> SandboxSection:
+    """The ``sandbox`` mapping of a raw ``permissions`` section (the defaults when either is absent).
+
+    Raises:
+        ConfigurationError: The mapping has an unknown key or a value of the wrong type.
+    """
+    value = permissions.get(SANDBOX_KEY) if isinstance(permissions, Mapping) else None
+    if value is None:
+        return SandboxSection()
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"Invalid config.yaml permissions.{SANDBOX_KEY}: it must be a mapping")
+    unknown = [str(key) for key in value if key not in accepted_keys(SandboxSection)]
+    if unknown:
+        raise ConfigurationError(f"Invalid config.yaml permissions.{SANDBOX_KEY}: unknown key '{unknown[0]}'")
+    try:
+        return SandboxSection.model_validate(value)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ConfigurationError(f"Invalid config.yaml permissions.{SANDBOX_KEY}.{where}: {problem['msg']}") from error
+
+
+def permission_rules(permissions: object) -> object:
+    """A raw ``permissions`` section without its ``sandbox`` key: what the permission loader reads.
+
+    A section that only configures the sandbox is no policy (``None``): setting ``permissions.sandbox.network`` must
+    not replace the default rules with an empty, ask-for-everything policy.
+    """
+    if not isinstance(permissions, Mapping) or SANDBOX_KEY not in permissions:
+        return permissions
+    rules = {key: value for key, value in permissions.items() if key != SANDBOX_KEY}
+    return rules or None
+
+
 class IronHiveConfig(ConfigSection):
     """The whole merged configuration.
 
     ``permissions`` stays raw: the camelCase mapping of the last layer that has the section, or ``None``. It is not
     checked here but handed as it is to :func:`ironhive.adapters.permissions.loader.policy_from_config_section`, which
     makes anything wrong with it (even a non-mapping) a start-up error rather than a silent fall-back to the defaults.
+    Its ``sandbox`` key is the exception, read by :func:`sandbox_section`.
     """
 
     gpu_stack: GpuStackSection = Field(default_factory=GpuStackSection)

@@ -234,7 +234,9 @@ def policy_from_config_section(section: object) -> PermissionPolicy:
 def _build_section(section: object, source: str) -> PermissionPolicy:
     if not isinstance(section, Mapping):
         raise ConfigurationError(f"Invalid {source}: 'permissions' must be a mapping, not {_kind(section)}")
-    return _build(section, _CamelSection, source, "permissions")
+    # config.yaml's permissions.sandbox configures the command sandbox (read by the config schema), not a rule.
+    rules = {key: value for key, value in section.items() if key != "sandbox"}
+    return _build(rules, _CamelSection, source, "permissions")
 
 
 # -- parsing ----------------------------------------------------------------------------------------------------

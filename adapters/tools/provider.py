@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ironhive.adapters.tools.base import BuiltInTool
 from ironhive.adapters.tools.files import DeleteFileTool, EditFileTool, ReadFileTool, WriteFileTool
+from ironhive.adapters.tools.sandbox import CommandSandbox
 from ironhive.adapters.tools.search import GlobFilesTool, GrepFilesTool, ListDirectoryTool
 from ironhive.adapters.tools.shell import ExecuteCommandTool
 from ironhive.adapters.tools.todo import ManageTodoTool
@@ -23,9 +24,10 @@ class BuiltInToolProvider:
     Args:
         root: The working directory: relative paths resolve against it and commands run in it.
         clock: Where the todo list's timestamps come from (the system clock when omitted).
+        sandbox: Where ``execute_command`` runs its commands (unsandboxed when omitted).
     """
 
-    def __init__(self, root: Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path, *, clock: Clock | None = None, sandbox: CommandSandbox | None = None) -> None:
         self._tools: tuple[BuiltInTool, ...] = (
             ReadFileTool(root),
             WriteFileTool(root),
@@ -34,7 +36,7 @@ class BuiltInToolProvider:
             ListDirectoryTool(root),
             GlobFilesTool(root),
             GrepFilesTool(root),
-            ExecuteCommandTool(root),
+            ExecuteCommandTool(root, sandbox=sandbox),
             ManageTodoTool(root, clock=clock),
         )
 
