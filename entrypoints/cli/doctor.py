@@ -97,6 +97,7 @@ def build_report(*, home: Path, project: Path, environ: Mapping[str, str], verbo
     from ironhive.adapters.diagnostics.environment import environment_checks
     from ironhive.adapters.diagnostics.mcp import mcp_checks
     from ironhive.adapters.diagnostics.report import CONFIGURATION, Check, DoctorReport
+    from ironhive.adapters.diagnostics.sandbox import sandbox_check
     from ironhive.domain.errors import ConfigurationError
 
     checks: list[Check] = []
@@ -112,6 +113,9 @@ def build_report(*, home: Path, project: Path, environ: Mapping[str, str], verbo
     checks.extend(connectivity_checks(findings.config, home=home, environ=environ, verbose=verbose))
     checks.extend(mcp_checks(project, home, verbose=verbose))
     checks.extend(environment_checks(project, home, environ, verbose=verbose))
+    sandbox = sandbox_check(findings.config.permissions, environ.get("PATH"), verbose=verbose)
+    if sandbox is not None:
+        checks.append(sandbox)
     if verbose:
         checks.append(_version_check())
     return DoctorReport.of(checks, fixes)
