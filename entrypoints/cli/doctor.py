@@ -61,8 +61,8 @@ def doctor(
 ) -> int:
     """Check the configuration, providers, MCP plugins and environment.
 
-    Providers configured are asked for their models (the first 3, 5 seconds each). Exits 1 when any check is an
-    error, else 0.
+    Providers configured are asked for their models (the first 3, 5 seconds each); local inference loads the model
+    and generates a few tokens in a child process (up to 60 seconds). Exits 1 when any check is an error, else 0.
     """
     report = build_report(home=Path.home(), project=Path.cwd(), environ=os.environ, verbose=verbose, fix=fix)
     if as_json:
@@ -157,13 +157,13 @@ def provider_checks(config: IronHiveConfig, *, verbose: bool) -> list[Check]:
 def connectivity_checks(
     config: IronHiveConfig, *, home: Path, environ: Mapping[str, str], verbose: bool
 ) -> list[Check]:
-    """Ask the first :data:`CONNECTIVITY_LIMIT` configured remote providers for their models; check the local model.
+    """Ask the first :data:`CONNECTIVITY_LIMIT` configured remote providers for their models; run the local model.
 
     Args:
         config: The merged configuration.
         home: The user's home directory.
         environ: The environment (``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``, ``HF_HUB_OFFLINE``).
-        verbose: Show the local model file's path and size.
+        verbose: Show the local model file's path, size and load time, and llama.cpp's extra buffer types decision.
 
     Returns:
         The Connectivity checks.
@@ -181,7 +181,7 @@ def connectivity_checks(
         message = f"Not asked: {skipped} (doctor asks the first {CONNECTIVITY_LIMIT} providers)"
         checks.append(Check(category=CONNECTIVITY, name="Other providers", status="pass", message=message))
     if is_configured("lmsupply", config):
-        checks.append(local_model_check(config.lmsupply, home=home, environ=environ, verbose=verbose))
+        checks.extend(local_model_check(config.lmsupply, home=home, environ=environ, verbose=verbose))
     return checks
 
 

@@ -13,6 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from ironhive.adapters.config.environment import ENVIRONMENT_VARIABLES
 from ironhive.providers import local_inference_available
+from tests.adapters.test_llamacpp_worker import CRASH_ON_LOAD, fake_llama_cpp
 from tests.support.anthropic_server import LoopbackAnthropicServer
 from tests.support.cli import run_ironhive
 from tests.support.gemini_server import LoopbackGeminiServer
@@ -76,6 +77,7 @@ def named(report: dict[str, object], name: str, category: str | None = None) -> 
 
 
 @local_inference
+@pytest.mark.local_model  # doctor loads the bundled model and generates a few tokens
 def test_an_empty_setup_uses_local_inference_only_as_a_pass(doctor: Doctor, snapshot: SnapshotAssertion) -> None:
     code, text, report = doctor.json()
     assert code == 0
@@ -85,6 +87,25 @@ def test_an_empty_setup_uses_local_inference_only_as_a_pass(doctor: Doctor, snap
     assert "not a problem" in str(selection["hint"])
     assert named(report, "Global config file")["status"] == "warning"
     assert report["summary"] == {"pass": 8, "warning": 1, "error": 0}
+
+
+@local_inference
+def test_a_local_model_that_crashes_is_a_failed_check_with_the_setting(doctor: Doctor) -> None:
+    # llama.cpp's stand-in segfaults while loading, in the worker process; doctor itself finishes and reports it.
+    site = fake_llama_cpp(doctor.root / "site", CRASH_ON_LOAD)
+    code, _, report = doctor.json(env={"PYTHONPATH": str(site)})
+    assert code == 1
+    local = named(report, "lmsupply (local)", "Connectivity")
+    assert local["status"] == "error"
+    assert "SIGSEGV" in str(local["message"]) and "while loading the model" in str(local["message"])
+    assert "lmsupply.extraBufferTypes: false" in str(local["hint"])
+    assert report["summary"]["error"] == 1
+
+    completed = doctor(env={"PYTHONPATH": str(site)})
+    assert completed.returncode == 1
+    assert "  ERROR  lmsupply (local): The local model crashed: " in completed.stdout
+    assert "Hint: Set lmsupply.extraBufferTypes: false in config.yaml" in completed.stdout
+    assert re.search(r"\nSummary: \d+ passed, \d+ warnings?, 1 error\n\Z", completed.stdout)
 
 
 def test_no_provider_with_local_inference_off_is_an_error(doctor: Doctor, snapshot: SnapshotAssertion) -> None:

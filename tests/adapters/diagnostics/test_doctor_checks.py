@@ -133,31 +133,33 @@ def test_human_size() -> None:
 
 @needs_llama_cpp
 def test_local_model_file_states(home: Path, tmp_path: Path) -> None:
+    def check(section: LMSupplySection, environ: dict[str, str] | None = None, *, verbose: bool = False) -> Check:
+        (found,) = local_model_check(section, home=home, environ=environ or {}, verbose=verbose, load=False)
+        return found
+
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF" + bytes(2044))
-    present = local_model_check(LMSupplySection(model_path=str(model)), home=home, environ={}, verbose=True)
+    present = check(LMSupplySection(model_path=str(model)), verbose=True)
     assert (present.status, present.message) == ("pass", f"Model file present: {model} (2.0 KB)")
-    quiet = local_model_check(LMSupplySection(model_path=str(model)), home=home, environ={}, verbose=False)
+    quiet = check(LMSupplySection(model_path=str(model)))
     assert quiet.message == "Model file present: tiny.gguf"
-    missing = local_model_check(
-        LMSupplySection(model_path=str(tmp_path / "no.gguf")), home=home, environ={}, verbose=False
-    )
+    missing = check(LMSupplySection(model_path=str(tmp_path / "no.gguf")))
     assert (missing.status, missing.message) == (
         "error",
         f"Model file not found: {tmp_path / 'no.gguf'} (lmsupply.modelPath)",
     )
     remote = LMSupplySection(hugging_face_repo="owner/repo", hugging_face_file="m.gguf")
-    later = local_model_check(remote, home=home, environ={}, verbose=False)
+    later = check(remote)
     assert (later.status, later.message) == (
         "pass",
         "owner/repo/m.gguf is not downloaded yet; the first run downloads it",
     )
-    offline = local_model_check(remote, home=home, environ={"HF_HUB_OFFLINE": "1"}, verbose=False)
+    offline = check(remote, {"HF_HUB_OFFLINE": "1"})
     assert offline.status == "error"
-    half = local_model_check(LMSupplySection(hugging_face_repo="owner/repo"), home=home, environ={}, verbose=False)
+    half = check(LMSupplySection(hugging_face_repo="owner/repo"))
     assert half.status == "error"
     bad = LMSupplySection(hugging_face_repo="not-a-repo", hugging_face_file="m.gguf")
-    assert local_model_check(bad, home=home, environ={}, verbose=False).status == "error"
+    assert check(bad).status == "error"
 
 
 def _report() -> DoctorReport:
