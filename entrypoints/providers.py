@@ -293,10 +293,11 @@ def _local(config: IronHiveConfig, model: str | None) -> ProviderChoice:
 
     def build() -> ChatClient:
         import os
+        import sys
 
-        from ironhive.adapters.llamacpp.client import LlamaCppChatClient
         from ironhive.adapters.llamacpp.model_resolution import default_model_cache, resolve_model_path
         from ironhive.cli.download_progress import DownloadProgress
+        from ironhive.cli.local_progress import LocalProgressLine, ProgressLlamaCppChatClient
 
         with DownloadProgress(f"Downloading {file}") as progress:
             model_path = resolve_model_path(
@@ -307,7 +308,13 @@ def _local(config: IronHiveConfig, model: str | None) -> ProviderChoice:
                 environ=os.environ,
                 progress=progress.update,
             )
-        return LlamaCppChatClient(model_path=model_path, n_ctx=section.max_context_length)
+        # Loading and prompt-reading progress on stderr, on a terminal only, erased when the answer starts.
+        return ProgressLlamaCppChatClient(
+            line=LocalProgressLine(sys.stderr),
+            model_path=model_path,
+            n_ctx=section.max_context_length,
+            extra_buffer_types=section.extra_buffer_types,
+        )
 
     return ProviderChoice(name="lmsupply", model=shown, build=build)
 
