@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ironhive.adapters.config.loader import LoadedConfig, load_config
+from ironhive.adapters.config.private_files import secure_user_directory
 from ironhive.adapters.config.schema import IronHiveConfig, permission_rules, sandbox_section
 from ironhive.adapters.mcp.trust import TrustDecider
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
@@ -54,6 +55,7 @@ def load_configuration(environ: Mapping[str, str], project: Path, *, ask: bool =
         ask: Whether the user may be asked, on a terminal, to trust project files whose settings were ignored (never
             over the wire: the untrusted default holds there).
     """
+    secure_user_directory(Path.home())  # a ~/.ironhive left open to others by an earlier version becomes owner-only
     loaded = load_config(home=Path.home(), project=project, environ=environ)
     if ask and loaded.untrusted_files:
         from ironhive.cli.trust_command import ask_to_trust

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from ironhive.adapters.config.private_files import make_private_directory
 from ironhive.adapters.config.safe_files import decode_text, load_yaml, read_limited_bytes
 from ironhive.domain.errors import ConfigurationError
 
@@ -117,8 +118,8 @@ def parse_yaml_mapping(text: str, path: Path) -> dict[str, Any]:
 def write_yaml_atomically(path: Path, document: Mapping[str, Any]) -> None:
     """Write ``document`` as YAML to ``path`` through a temporary file and ``os.replace``.
 
-    The file gets mode 0600 (it may hold API keys); a directory created for it gets 0700. Comments and ordering of a
-    previous version of the file are not preserved.
+    The file gets mode 0600 (it may hold API keys); its folder is made owner-only (0700, missing parents too).
+    Comments and ordering of a previous version of the file are not preserved.
 
     Args:
         path: The target file.
@@ -130,9 +131,7 @@ def write_yaml_atomically(path: Path, document: Mapping[str, Any]) -> None:
     text = yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, default_flow_style=False)
     directory = path.parent
     try:
-        if not directory.exists():
-            directory.mkdir(mode=DIRECTORY_MODE, parents=True)
-            directory.chmod(DIRECTORY_MODE)  # mkdir's mode is filtered by the umask
+        make_private_directory(directory)
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:
         raise ConfigurationError(f"Cannot write {path}: {error}") from error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from ironhive.adapters.config.files import (
     project_config_path,
     write_yaml_atomically,
 )
+from ironhive.adapters.config.private_files import restrict_file
 from ironhive.adapters.config.safe_files import load_json, read_limited_text
 from ironhive.domain.errors import ConfigurationError
 
@@ -34,7 +36,8 @@ def migrate_legacy_settings(home: Path, project: Path) -> MigrationOutcome:
     """Write ``settings.json`` out as the global config.yaml when neither config.yaml exists.
 
     The legacy file holds the same shape in camelCase JSON; it is copied as it is (the loader reports unknown keys)
-    and left in place. Once config.yaml exists the migration never runs again.
+    and left in place, restricted to its owner (0600) like the file it became. Once config.yaml exists the migration
+    never runs again.
 
     Args:
         home: The user's home directory.
@@ -45,6 +48,10 @@ def migrate_legacy_settings(home: Path, project: Path) -> MigrationOutcome:
     """
     legacy = legacy_settings_path(home)
     target = global_config_path(home)
+    if legacy.is_file():
+        # The legacy file keeps its key after the migration (it is left in place), so it becomes owner-only too.
+        with contextlib.suppress(OSError):
+            restrict_file(legacy)
     if target.exists() or project_config_path(project).exists() or not legacy.is_file():
         return MigrationOutcome()
     try:

@@ -13,7 +13,6 @@ from typing import Any
 
 from ironhive.adapters.config.environment import parse_dotenv
 from ironhive.adapters.config.files import (
-    DIRECTORY_MODE,
     DOTENV_FILE,
     FILE_MODE,
     dotenv_path,
@@ -24,6 +23,7 @@ from ironhive.adapters.config.files import (
 )
 from ironhive.adapters.config.legacy import migrate_legacy_settings
 from ironhive.adapters.config.loader import load_config
+from ironhive.adapters.config.private_files import exposed_paths, make_private_directory, restrict_tree
 from ironhive.adapters.config.schema import IronHiveConfig, is_secret_key
 from ironhive.adapters.config.writer import flatten
 from ironhive.adapters.diagnostics.report import CONFIGURATION, Check, CheckStatus
@@ -40,6 +40,7 @@ STARTER_CONFIG = """\
 """What ``doctor --fix`` writes when the global config file is missing: comments only, so it changes no setting."""
 
 _GROUP_OR_OTHER = stat.S_IRWXG | stat.S_IRWXO
+_LISTED_AT_MOST = 5
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,8 +73,7 @@ def apply_configuration_fixes(home: Path, project: Path) -> list[str]:
     directory = global_config_path(home).parent
     if not directory.exists():
         try:
-            directory.mkdir(mode=DIRECTORY_MODE, parents=True)
-            directory.chmod(DIRECTORY_MODE)  # mkdir's mode is filtered by the umask
+            make_private_directory(directory)
         except OSError as error:
             raise ConfigurationError(f"Cannot create {directory}: {error}") from error
         fixes.append(f"Created {directory} (mode 0700)")
@@ -90,6 +90,11 @@ def apply_configuration_fixes(home: Path, project: Path) -> list[str]:
         except OSError as error:
             raise ConfigurationError(f"Cannot change the permissions of {path}: {error}") from error
         fixes.append(f"Restricted {path} to its owner (mode 0600)")
+    try:
+        restricted = restrict_tree(home)
+    except OSError as error:
+        raise ConfigurationError(f"Cannot restrict the files under {directory} to their owner: {error}") from error
+    fixes.extend(f"Restricted {path} to its owner (mode {_mode_of(path):04o})" for path in restricted)
     return fixes
 
 
@@ -107,6 +112,7 @@ def configuration_checks(home: Path, project: Path, environ: Mapping[str, str]) 
         The checks and the merged configuration.
     """
     checks: list[Check] = []
+    private_check = _private_files_check(home)
     global_file = global_config_path(home)
     existed = global_file.is_file()
     loaded = load_config(home=home, project=project, environ=environ)
@@ -131,6 +137,7 @@ def configuration_checks(home: Path, project: Path, environ: Mapping[str, str]) 
         checks.append(_check("Config files", "pass", message))
     checks.append(_permission_check(project, loaded.config))
     checks.append(_file_mode_check(home, project))
+    checks.append(private_check)
     return ConfigurationFindings(checks=tuple(checks), config=loaded.config)
 
 
@@ -198,6 +205,21 @@ def _file_mode_check(home: Path, project: Path) -> Check:
     details = ", ".join(f"{path} ({stat.S_IMODE(path.stat().st_mode):04o})" for path in exposed)
     hint = "Run `ironhive doctor --fix` (or chmod 600 the files)."
     return _check("File permissions", "warning", f"Holding secrets but readable by others: {details}", hint)
+
+
+def _private_files_check(home: Path) -> Check:
+    """Whether anything under ``~/.ironhive`` (sessions, logs, trust, caches, models) is open to the group or others."""
+    exposed = exposed_paths(home)
+    if not exposed:
+        return _check("Private files", "pass", "Everything under ~/.ironhive is accessible to its owner only")
+    shown = ", ".join(f"{path} ({_mode_of(path):04o})" for path in exposed[:_LISTED_AT_MOST])
+    more = f" and {len(exposed) - _LISTED_AT_MOST} more" if len(exposed) > _LISTED_AT_MOST else ""
+    hint = "Run `ironhive doctor --fix` (or chmod -R go-rwx ~/.ironhive): sessions and logs may hold secrets."
+    return _check("Private files", "warning", f"Accessible to the group or others: {shown}{more}", hint)
+
+
+def _mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
 
 
 def _create_starter_config(path: Path) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import builtins
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -14,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn, Protocol, TypeVar
 
+from ironhive.adapters.config.private_files import make_private_directory, open_private, restrict_file
 from ironhive.adapters.sessions.codec import SessionDataError, decode_turn, encode_turn, load_json
 from ironhive.domain.errors import SessionNotFoundError
 from ironhive.ports.chat import ChatMessage, JsonValue, Role
@@ -25,6 +27,7 @@ _TURN_PREFIX = "turn/"
 # Every write bumps this counter inside its transaction, so "most recently written" holds even when clocks tie.
 _WRITES_KEY = "writes"
 _DATABASE_FILE = "cache.db"  # diskcache's SQLite file inside the cache folder
+_JOURNAL_SUFFIXES = ("-wal", "-shm", "-journal")
 _RECORD_VERSION = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ID_ATTEMPTS = 5
@@ -147,6 +150,7 @@ class DiskCacheSessionStore:
         self._directory = project_directory(base_dir, project_path)
         self._clock: Clock = clock or SystemClock()
         self._ids: IdGenerator = ids or UuidIdGenerator()
+        self._private = False
 
     @property
     def directory(self) -> Path:
@@ -298,8 +302,10 @@ class DiskCacheSessionStore:
         return await asyncio.to_thread(self._with_cache, operation, if_missing)
 
     def _with_cache(self, operation: Callable[[_Cache], _T], if_missing: Callable[[], _T] | None) -> _T:
-        if if_missing is not None and not (self._directory / _DATABASE_FILE).is_file():
+        database = self._directory / _DATABASE_FILE
+        if if_missing is not None and not database.is_file():
             return if_missing()
+        self._make_private(database)
         import diskcache  # type: ignore[import-untyped]
 
         # eviction_policy "none": a cache that culls would silently delete sessions. A huge disk_min_file_size keeps
@@ -311,6 +317,20 @@ class DiskCacheSessionStore:
             return operation(cache)
         finally:
             cache.close()
+
+    def _make_private(self, database: Path) -> None:
+        """Create the folders 0700 and the database 0600 before diskcache does (it would use 0755 and 0644).
+
+        SQLite gives its journal files (``-wal``, ``-shm``) the database's mode, so they are owner-only too. Once per
+        store, a database (or journal) left readable by others by an earlier version is restricted.
+        """
+        if self._private:
+            return
+        make_private_directory(self._directory)
+        os.close(open_private(database, os.O_RDONLY))
+        for suffix in _JOURNAL_SUFFIXES:
+            restrict_file(database.with_name(database.name + suffix))
+        self._private = True
 
     def _now(self) -> datetime:
         now = self._clock.now()

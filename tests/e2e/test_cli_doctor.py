@@ -86,7 +86,7 @@ def test_an_empty_setup_uses_local_inference_only_as_a_pass(doctor: Doctor, snap
     assert (selection["status"], selection["message"]) == ("pass", "Using local inference only (lmsupply)")
     assert "not a problem" in str(selection["hint"])
     assert named(report, "Global config file")["status"] == "warning"
-    assert report["summary"] == {"pass": 8, "warning": 1, "error": 0}
+    assert report["summary"] == {"pass": 9, "warning": 1, "error": 0}
 
 
 @local_inference
@@ -127,7 +127,7 @@ def test_plain_text_lists_checks_with_hints_and_a_summary(doctor: Doctor) -> Non
         "         Hint: Run `ironhive doctor --fix` to create it, or set a value with `ironhive set <key> <value>`.\n"
     )
     assert "\nProviders\n  ERROR  Selection: No provider configured, and local inference is off" in text
-    assert text.endswith("Summary: 6 passed, 1 warning, 1 error\n")
+    assert text.endswith("Summary: 7 passed, 1 warning, 1 error\n")
 
 
 def test_fix_creates_the_config_directory_and_file_and_a_rerun_passes(doctor: Doctor) -> None:
@@ -196,8 +196,9 @@ def test_fix_restricts_the_files_holding_secrets(doctor: Doctor, snapshot: Snaps
 
 
 def test_config_warnings_and_an_invalid_permission_file(doctor: Doctor, snapshot: SnapshotAssertion) -> None:
-    doctor.config_dir.mkdir()
+    doctor.config_dir.mkdir(mode=0o700)
     (doctor.config_dir / "config.yaml").write_text("openai:\n  modle: gpt-typo\nlmsupply:\n  enabled: false\n")
+    (doctor.config_dir / "config.yaml").chmod(0o600)  # owner-only as ironhive writes it: about the warnings only
     project_config = doctor.project / ".ironhive"
     project_config.mkdir()
     (project_config / "config.yaml").write_text("openai: [unclosed\n")
@@ -242,8 +243,9 @@ def test_connectivity_lists_the_models_of_the_first_three_providers(
         LoopbackAnthropicServer(api_key="an-" + SECRET) as anthropic_server,
         LoopbackGeminiServer(api_key="go-" + SECRET) as gemini_server,
     ):
-        doctor.config_dir.mkdir()
+        doctor.config_dir.mkdir(mode=0o700)
         (doctor.config_dir / "config.yaml").write_text(f"anthropic:\n  endpoint: {anthropic_server.base_url}/v1\n")
+        (doctor.config_dir / "config.yaml").chmod(0o600)
         environment = {
             "OPENAI_API_KEY": SECRET,
             "OPENAI_MODEL": "gpt-test",
