@@ -1,4 +1,4 @@
-"""``set`` / ``get`` / ``unset`` on the global config file, key normalisation, value typing and secret masking.
+"""``set`` / ``get`` / ``unset`` on the global config file, key normalisation, value typing and display (masked).
 
 Only the global ``<home>/.ironhive/config.yaml`` is read or written here. Writes are atomic and owner-only (see
 :func:`~ironhive.adapters.config.files.write_yaml_atomically`); comments and key order of the existing file are not
@@ -17,12 +17,12 @@ import yaml
 from pydantic import ValidationError
 
 from ironhive.adapters.config.files import global_config_path, read_yaml_mapping, write_yaml_atomically
+from ironhive.adapters.config.masking import mask_value
 from ironhive.adapters.config.safe_files import load_yaml
 from ironhive.adapters.config.schema import (
     WHOLE_SECTIONS,
     IronHiveConfig,
     field_at,
-    is_secret_key,
     section_keys,
     value_kind,
 )
@@ -236,11 +236,6 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def mask_secret(value: str) -> str:
-    """``***`` for up to 8 characters, else the first 4 + ``...`` + the last 4."""
-    return "***" if len(value) <= 8 else f"{value[:4]}...{value[-4:]}"
-
-
 def format_value(value: Any) -> str:
     """A value as shown to the user: ``true``/``false``/``null``, text as is, lists and mappings as JSON."""
     if value is None:
@@ -255,9 +250,11 @@ def format_value(value: Any) -> str:
 
 
 def display_value(dotted: str, value: Any, *, raw: bool = False) -> str:
-    """A value for display, masked when the key holds a secret (unless ``raw``)."""
-    text = format_value(value)
-    return text if raw or value is None or not is_secret_key(dotted) else mask_secret(text)
+    """A value for display (unless ``raw``): masked under a secret key, and secrets nested in it or in URLs masked.
+
+    See :mod:`ironhive.adapters.config.masking`.
+    """
+    return format_value(value if raw else mask_value(dotted, value))
 
 
 def _parse_list(raw: str) -> list[Any]:

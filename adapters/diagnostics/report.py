@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
+
+from ironhive.adapters.config.masking import mask_urls
 
 CheckStatus: TypeAlias = Literal["pass", "warning", "error"]
 
@@ -63,10 +65,15 @@ class DoctorReport:
 
     @classmethod
     def of(cls, checks: Sequence[Check], fixes: Sequence[str] = ()) -> DoctorReport:
-        """A report with ``checks`` ordered by category (stable within one)."""
+        """A report with ``checks`` ordered by category (stable within one), credentials in URLs masked."""
         order = {category: index for index, category in enumerate(CATEGORIES)}
         ordered = sorted(checks, key=lambda check: order.get(check.category, len(order)))
-        return cls(checks=tuple(ordered), fixes=tuple(fixes))
+        # An endpoint a check names may carry user:password@ or ?api-key=: one place masks them for every check.
+        masked = [
+            replace(check, message=mask_urls(check.message), hint=None if check.hint is None else mask_urls(check.hint))
+            for check in ordered
+        ]
+        return cls(checks=tuple(masked), fixes=tuple(mask_urls(fix) for fix in fixes))
 
     @property
     def summary(self) -> dict[str, int]:

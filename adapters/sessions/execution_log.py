@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+from ironhive.adapters.config.masking import mask_urls, mask_value
+from ironhive.adapters.config.private_files import make_private_directory, open_private
 from ironhive.adapters.sessions.codec import round_trip_time
 from ironhive.ports.chat import JsonValue
 from ironhive.ports.sessions import ToolArguments
@@ -20,7 +22,9 @@ class JsonlExecutionLog:
     """An append-only JSON Lines log per session (the original's ``~/.ironhive/logs``).
 
     Each line is written by a single ``write`` to a file opened for appending, so lines of concurrent writers never
-    interleave; the folder and file are created on first use; writing happens in a worker thread.
+    interleave; the folder (0700) and file (0600: tool arguments may hold secrets) are created on first use; writing
+    happens in a worker thread. Secrets in prompts and tool arguments are masked as ``ironhive get`` masks them
+    (:mod:`ironhive.adapters.config.masking`).
 
     Args:
         logs_dir: The folder of the logs (``~/.ironhive/logs``).
@@ -44,14 +48,20 @@ class JsonlExecutionLog:
         return self._logs_dir / f"{session_id}.execlog.jsonl"
 
     async def turn_start(self, session_id: str, turn: int, prompt: str) -> None:
-        """Append ``{"type":"turn_start","turn","prompt","timestamp"}`` (the prompt cut to 500 characters)."""
-        await self._append(session_id, {"type": "turn_start", "turn": turn, "prompt": prompt[:PROMPT_LIMIT]})
+        """Append ``{"type":"turn_start","turn","prompt","timestamp"}`` (URL credentials masked, cut to 500 chars)."""
+        await self._append(session_id, {"type": "turn_start", "turn": turn, "prompt": mask_urls(prompt)[:PROMPT_LIMIT]})
 
     async def tool_call(
         self, session_id: str, turn: int, step: int, call_id: str, tool: str, arguments: ToolArguments
     ) -> None:
-        """Append ``{"type":"tool_call","turn","step","id","tool","arguments","timestamp"}``."""
-        encoded: JsonValue = dict(arguments) if arguments is not None and not isinstance(arguments, str) else arguments
+        """Append ``{"type":"tool_call","turn","step","id","tool","arguments","timestamp"}`` (secrets masked)."""
+        encoded: JsonValue
+        if arguments is None:
+            encoded = None
+        elif isinstance(arguments, str):  # arguments the model sent as unparsable text
+            encoded = mask_urls(arguments)
+        else:
+            encoded = mask_value("arguments", dict(arguments))
         await self._append(
             session_id,
             {"type": "tool_call", "turn": turn, "step": step, "id": call_id, "tool": tool, "arguments": encoded},
@@ -88,8 +98,8 @@ class JsonlExecutionLog:
 
 
 def _append_line(path: Path, line: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    make_private_directory(path.parent)
+    descriptor = open_private(path, os.O_WRONLY | os.O_APPEND)
     try:
         view = memoryview(line)
         while view:  # a regular file takes the whole line at once; the loop only guards a short write

@@ -43,6 +43,7 @@ def set_command(
     from ironhive.adapters.config.writer import display_value, is_known_key, set_value, value_problem
     from ironhive.domain.errors import ConfigurationError
 
+    _secure_user_directory()
     try:
         written_key, written = set_value(Path.home(), key, value)
     except ConfigurationError as error:
@@ -67,6 +68,7 @@ def get_command(
     from ironhive.domain.errors import ConfigurationError
 
     home = Path.home()
+    _secure_user_directory()
     try:
         if key is None:
             entries = flatten(read_global(home))
@@ -95,6 +97,7 @@ def unset_command(key: Annotated[str, Parameter(name="KEY", help="Dotted key, e.
     from ironhive.adapters.config.writer import unset_value
     from ironhive.domain.errors import ConfigurationError
 
+    _secure_user_directory()
     try:
         removed_key, removed = unset_value(Path.home(), key)
     except ConfigurationError as error:
@@ -130,9 +133,10 @@ def register(app: App) -> None:
 
 def _show() -> int:
     from ironhive.adapters.config.loader import load_config
-    from ironhive.adapters.config.schema import is_secret_key
-    from ironhive.adapters.config.writer import flatten, format_value
+    from ironhive.adapters.config.masking import is_secret_name
+    from ironhive.adapters.config.writer import display_value, flatten
 
+    _secure_user_directory()
     loaded = load_config(home=Path.home(), project=Path.cwd(), environ=os.environ)
     for notice in loaded.notices:
         sys.stderr.write(f"{notice}\n")
@@ -140,10 +144,10 @@ def _show() -> int:
         sys.stderr.write(f"Warning: {warning}\n")
     effective = flatten(loaded.config.model_dump(by_alias=True))
     for dotted, value in effective.items():
-        if is_secret_key(dotted):
+        if is_secret_name(dotted):
             shown = "(set)" if value else "(not set)"
         else:
-            shown = "(not set)" if value is None else format_value(value)
+            shown = "(not set)" if value is None else display_value(dotted, value)
         sys.stdout.write(f"{dotted} = {shown}\n")
     return 0
 
@@ -161,6 +165,12 @@ def _path() -> int:
         f"Exists:         {_yes_no(project_file.is_file())}\n"
     )
     return 0
+
+
+def _secure_user_directory() -> None:
+    from ironhive.adapters.config.private_files import secure_user_directory
+
+    secure_user_directory(Path.home())
 
 
 def _yes_no(flag: bool) -> str:

@@ -44,7 +44,7 @@ def cli(tmp_path: Path) -> Cli:
 
 def test_set_writes_only_the_global_file_and_echoes_the_value_masked(cli: Cli) -> None:
     completed = cli("set", "OpenAI.API_KEY", SECRET)
-    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "Set openai.apiKey = sk-a...mnop\n", "")
+    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "Set openai.apiKey = ***mnop\n", "")
     assert yaml.safe_load(cli.global_file.read_text()) == {"openai": {"apiKey": SECRET}}
     assert cli.global_file.stat().st_mode & 0o777 == 0o600
     assert cli.global_file.parent.stat().st_mode & 0o777 == 0o700
@@ -91,11 +91,11 @@ def test_set_of_an_invalid_value_writes_it_with_a_warning(cli: Cli) -> None:
 def test_get_one_key(cli: Cli) -> None:
     cli("set", "openai.apiKey", SECRET)
     cli("set", "openai.model", "gpt-4o-mini")
-    assert cli("get", "openai.apiKey").stdout == "sk-a...mnop\n"
+    assert cli("get", "openai.apiKey").stdout == "***mnop\n"
     assert cli("get", "openai.api_key", "--raw").stdout == f"{SECRET}\n"
     assert cli("get", "OpenAI.Model").stdout == "gpt-4o-mini\n"
     section = cli("get", "openai")
-    assert section.stdout == "openai.apiKey = sk-a...mnop\nopenai.model = gpt-4o-mini\n"
+    assert section.stdout == "openai.apiKey = ***mnop\nopenai.model = gpt-4o-mini\n"
 
 
 def test_get_of_a_missing_key_exits_1(cli: Cli) -> None:
