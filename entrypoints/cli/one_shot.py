@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ironhive.cli.render import (
     CANCELLED,
+    ClosedPipeTolerant,
     JsonlRenderer,
     JsonRenderer,
     Renderer,
@@ -75,7 +76,7 @@ def make_renderer(request: OneShotRequest) -> Renderer:
 def run_one_shot(request: OneShotRequest, *, environ: Mapping[str, str]) -> int:
     """Run the prompt and return the process exit code (0, 1, or 130 when cancelled with Ctrl+C)."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    renderer = make_renderer(request)
+    renderer = ClosedPipeTolerant(make_renderer(request))
     return asyncio.run(_drive(request, renderer, environ))
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol, TextIO
 
 from ironhive.domain.turn import (
@@ -322,3 +323,52 @@ class TextRenderer:
             self._write("\n")
         self._err.write("Cancelled.\n" if code == 130 else f"Error: {message}\n")
         self._err.flush()
+
+
+class ClosedPipeTolerant:
+    """Wraps a renderer so that a reader leaving early (``ironhive -p ... | head -1``) ends nothing.
+
+    The first ``BrokenPipeError`` points the process's stdout at the null device and repeats the call there (so what
+    it also writes on stderr, such as an error, still appears); later output is dropped. The turn goes on and is
+    saved, as its tools may already have changed files, and no traceback reaches stderr (also not from the flush at
+    interpreter exit). Like ``git log | head``, the run then ends quietly.
+
+    Args:
+        inner: The renderer of the requested format.
+        out: The stream to redirect (stdout by default); only a stream with a real descriptor can be redirected.
+    """
+
+    def __init__(self, inner: Renderer, out: TextIO | None = None) -> None:
+        self._inner = inner
+        self._out = out or sys.stdout
+        self.reader_gone = False
+
+    def start(self, session_id: str | None) -> None:
+        """As the wrapped renderer."""
+        self._guarded(lambda: self._inner.start(session_id))
+
+    def chunk(self, chunk: AgentChunk) -> None:
+        """As the wrapped renderer."""
+        self._guarded(lambda: self._inner.chunk(chunk))
+
+    def finish(self, turn: TurnRecord, session_id: str | None) -> None:
+        """As the wrapped renderer."""
+        self._guarded(lambda: self._inner.finish(turn, session_id))
+
+    def fail(self, message: str, code: int) -> None:
+        """As the wrapped renderer."""
+        self._guarded(lambda: self._inner.fail(message, code))
+
+    def _guarded(self, call: Callable[[], None]) -> None:
+        try:
+            call()
+        except BrokenPipeError:
+            if self.reader_gone:
+                raise  # the null device does not break: this pipe is another one
+            self.reader_gone = True
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._out.fileno())
+            finally:
+                os.close(null)
+            call()
