@@ -14,7 +14,7 @@ from ironhive.adapters.config.schema import IronHiveConfig, permission_rules, sa
 from ironhive.adapters.mcp.trust import TrustDecider
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.loader import load_permission_policy
-from ironhive.adapters.tools.provider import BuiltInToolProvider
+from ironhive.adapters.tools.provider import BuiltInToolProvider, PolicyReadRules
 from ironhive.adapters.tools.sandbox import CommandSandbox, SandboxSettings
 from ironhive.container import IronHiveContainer
 from ironhive.domain.agent_loop import AgentLoop
@@ -170,8 +170,9 @@ async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = 
     root = settings.working_directory.resolve()
     policy = load_permission_policy(root, settings.permissions_section)  # type: ignore[arg-type]
     modes = ModeStateMachine(settings.initial_mode)
+    judge = ToolCallPolicy(policy, root, GitIgnorePathMatcher())
     gate = ApprovalGateMiddleware(
-        ToolCallPolicy(policy, root, GitIgnorePathMatcher()),
+        judge,
         settings.approval,
         mode=lambda: modes.mode,
         read_only_tools=policy.read_only_tools,
@@ -231,7 +232,9 @@ async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = 
         chat_client=TokenBudgetChatClient(chain, window=window, threshold=1.0, counter=counter),
         context=context,
         tools=[
-            *await BuiltInToolProvider(root, sandbox=CommandSandbox(settings.sandbox)).get_tools(),
+            *await BuiltInToolProvider(
+                root, sandbox=CommandSandbox(settings.sandbox), read_rules=PolicyReadRules(judge)
+            ).get_tools(),
             *extras.tools,
             *extra_tools,
         ],

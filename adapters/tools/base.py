@@ -6,10 +6,12 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from ironhive.adapters.tools.arguments import Arguments, validate_arguments
 from ironhive.domain.errors import ToolArgumentError, ToolError
+from ironhive.domain.permissions.paths import ResolvedPath, judged_path, resolve_path, resolve_root
+from ironhive.domain.permissions.rules import PermissionAction
 from ironhive.ports.chat import JsonValue, ToolSpec
 
 MAX_TEXT_BYTES = 1024 * 1024
@@ -21,12 +23,30 @@ SKIPPED_DIRECTORIES = frozenset({".git"})
 _SNIFF_BYTES = 8192
 
 
+class ReadRules(Protocol):
+    """The read permission rules, as the walking tools (list, glob, grep) apply them to each entry they meet."""
+
+    def judge_read(self, path: str) -> PermissionAction:
+        """What the read rules say about reading ``path`` (an absolute path), as they would for a ``read_file``."""
+        ...
+
+
+class AllowAllReads:
+    """The read rules of a tool used without a permission policy: everything may be read."""
+
+    def judge_read(self, path: str) -> PermissionAction:
+        """Always allow."""
+        return PermissionAction.ALLOW
+
+
 class BuiltInTool(ABC):
     """Base of the built-in tools: a fixed spec, validated arguments and a working directory.
 
     Subclasses set ``name``, ``description`` and ``parameters`` and implement ``_run``. Relative paths resolve against
     ``root``, never against the process's current directory; absolute paths are used as given (whether a path outside
-    the root may be touched is the permission engine's decision, not the tool's).
+    the root may be touched is the permission engine's decision, not the tool's). A path is resolved once: the tool
+    acts on the resolution the permission rules judged (see ``ironhive.domain.permissions.paths``) and opens it
+    without following links (``ironhive.adapters.tools.safe_open``).
 
     Args:
         root: The working directory. A relative root is made absolute once, here.
@@ -38,6 +58,7 @@ class BuiltInTool(ABC):
 
     def __init__(self, root: Path) -> None:
         self._root = Path(os.path.abspath(root))
+        self._real_root = resolve_root(self._root)
         self._spec = ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
 
     @property
@@ -67,11 +88,16 @@ class BuiltInTool(ABC):
     async def _run(self, arguments: Arguments) -> str:
         """Do the tool's work with arguments that fit the schema."""
 
-    def resolve(self, path: str, parameter: str = "path") -> Path:
-        """Turn a path the model sent into an absolute path: relative ones start at the root.
+    def resolve(self, path: str, parameter: str = "path", *, follow_last: bool = True) -> ResolvedPath:
+        """Resolve a path the model sent: the resolution the rules judged for this call, else resolved here, once.
+
+        Args:
+            path: The path argument (relative to the root, absolute, or starting with ``~``).
+            parameter: The parameter's name, for error messages.
+            follow_last: Follow a link in the last component (false for deleting the link itself).
 
         Raises:
-            ToolArgumentError: The path is empty.
+            ToolArgumentError: The path is empty or cannot be resolved.
         """
         if not path.strip():
             raise ToolArgumentError(f"Parameter '{parameter}' of tool '{self.name}' is empty", parameter=parameter)
@@ -79,9 +105,14 @@ class BuiltInTool(ABC):
             raise ToolArgumentError(
                 f"Parameter '{parameter}' of tool '{self.name}' contains a NUL character", parameter=parameter
             )
-        candidate = Path(path)
-        # normpath only folds "." and ".." textually; it never consults the process's cwd for an absolute path.
-        return Path(os.path.normpath(candidate if candidate.is_absolute() else self._root / candidate))
+        resolved = judged_path(self._real_root, path, follow_last=follow_last) or resolve_path(
+            self._real_root, path, follow_last=follow_last
+        )
+        if resolved is None:
+            raise ToolArgumentError(
+                f"Parameter '{parameter}' of tool '{self.name}' is not a usable path", parameter=parameter
+            )
+        return resolved
 
     def _describe_os_error(self, exc: OSError) -> str:
         reason = exc.strerror or type(exc).__name__
@@ -92,11 +123,10 @@ class BuiltInTool(ABC):
 
     def _display(self, path: Path) -> str:
         """Show a path relative to the root when it is inside it, absolute otherwise."""
-        try:
-            relative = path.relative_to(self._root)
-        except ValueError:
-            return str(path)
-        return relative.as_posix() or "."
+        for root in (self._root, Path(self._real_root)):
+            if path.is_relative_to(root):
+                return path.relative_to(root).as_posix() or "."
+        return str(path)
 
 
 def looks_binary(head: bytes) -> bool:

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 from ironhive.adapters.tools.arguments import Arguments, object_schema
-from ironhive.adapters.tools.base import SKIPPED_DIRECTORIES, BuiltInTool, human_size, looks_binary, text_encoding
-from ironhive.adapters.tools.globbing import compile_glob, walk_files
+from ironhive.adapters.tools.base import AllowAllReads, BuiltInTool, ReadRules, human_size, looks_binary, text_encoding
+from ironhive.adapters.tools.globbing import Walk, compile_glob
+from ironhive.adapters.tools.safe_open import open_file
 from ironhive.domain.errors import ToolError
+from ironhive.domain.permissions.paths import ResolvedPath
+from ironhive.domain.permissions.rules import PermissionAction
 from ironhive.ports.chat import JsonValue
 
 MAX_LISTED = 500
@@ -29,14 +34,36 @@ MAX_GREP_LINE = 200
 _DIRECTORY = "Directory to search, relative to the working directory or absolute (default: the working directory)."
 
 
-def _require_directory(path: Path, shown: str) -> None:
-    if not path.exists():
+_READ_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _walk(base: ResolvedPath, shown: str, rules: ReadRules, *, recursive: bool = True) -> Walk:
+    if not os.path.lexists(base.full):
         raise ToolError(f"Directory not found: {shown}")
-    if not path.is_dir():
+    if not base.directory:
         raise ToolError(f"Not a directory: {shown}")
+    return Walk(base=base.full, shown=shown, rules=rules, recursive=recursive)
 
 
-class ListDirectoryTool(BuiltInTool):
+def _hidden_note(count: int, what: str) -> str:
+    return f"({count} {what} not shown: the read permission rules do not allow them without asking)"
+
+
+class WalkingTool(BuiltInTool):
+    """A tool that walks a directory tree: every entry it lists or opens is judged by the read rules.
+
+    Args:
+        root: The working directory.
+        read_rules: The read rules each entry is judged by (everything is allowed without them, as for a tool used
+            outside the agent).
+    """
+
+    def __init__(self, root: Path, *, read_rules: ReadRules | None = None) -> None:
+        super().__init__(root)
+        self._rules: ReadRules = read_rules or AllowAllReads()
+
+
+class ListDirectoryTool(WalkingTool):
     """``list_directory``: a directory's subdirectories and files (with sizes), optionally recursive."""
 
     name: ClassVar[str] = "list_directory"
@@ -57,31 +84,21 @@ class ListDirectoryTool(BuiltInTool):
 
     async def _run(self, arguments: Arguments) -> str:
         shown = arguments.string("path")
-        return await asyncio.to_thread(self._list, self.resolve(shown), shown, arguments.boolean("recursive"))
+        base = self.resolve(shown)
+        return await asyncio.to_thread(self._list, base, shown, arguments.boolean("recursive"))
 
-    @staticmethod
-    def _list(base: Path, shown: str, recursive: bool) -> str:
-        _require_directory(base, shown)
+    def _list(self, base: ResolvedPath, shown: str, recursive: bool) -> str:
+        walk = _walk(base, shown, self._rules, recursive=recursive)
         directories: list[str] = []
         files: list[tuple[str, int]] = []
-        if recursive:
-            for directory, subdirectories, filenames in os.walk(base):
-                subdirectories[:] = [name for name in subdirectories if name not in SKIPPED_DIRECTORIES]
-                relative = os.path.relpath(directory, base)
-                prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
-                directories.extend(prefix + name for name in subdirectories)
-                files.extend((prefix + name, _size(Path(directory, name))) for name in filenames)
-        else:
-            with os.scandir(base) as entries:
-                for entry in entries:
-                    if entry.name in SKIPPED_DIRECTORIES:
-                        continue
-                    if entry.is_dir():
-                        directories.append(entry.name)
-                    else:
-                        files.append((entry.name, _size(Path(entry.path))))
+        for entry in walk.entries():
+            if entry.directory:
+                directories.append(entry.relative)
+            else:
+                files.append((entry.relative, entry.size))
         if not directories and not files:
-            return f"Directory {shown} is empty"
+            empty = f"Directory {shown} is empty"
+            return f"{empty} {_hidden_note(walk.hidden, 'entries')}" if walk.hidden else empty
         directories.sort()
         files.sort()
         lines = [f"[DIR]  {name}/" for name in directories[:MAX_LISTED]]
@@ -91,18 +108,12 @@ class ListDirectoryTool(BuiltInTool):
                 f"... (truncated: showing {min(len(directories), MAX_LISTED)} of {len(directories)} directories "
                 f"and {min(len(files), MAX_LISTED)} of {len(files)} files)"
             )
+        if walk.hidden:
+            lines.append(_hidden_note(walk.hidden, "entries"))
         return "\n".join(lines)
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        # A dangling symbolic link has no target to measure.
-        return 0
-
-
-class GlobFilesTool(BuiltInTool):
+class GlobFilesTool(WalkingTool):
     """``glob_files``: the files whose relative paths match a glob pattern, ``**`` included."""
 
     name: ClassVar[str] = "glob_files"
@@ -122,18 +133,22 @@ class GlobFilesTool(BuiltInTool):
         pattern = arguments.string("pattern")
         shown = arguments.optional_string("path") or "."
         matcher = compile_glob(pattern)
-        found = await asyncio.to_thread(self._glob, self.resolve(shown), shown, matcher)
+        base = self.resolve(shown)
+        found, hidden = await asyncio.to_thread(self._glob, base, shown, matcher)
+        note = [_hidden_note(hidden, "files or directories")] if hidden else []
         if not found:
-            return f"No files found matching '{pattern}'"
+            return "\n".join([f"No files found matching '{pattern}'", *note])
         lines = [f"Found {len(found)} files matching '{pattern}':", *found[:MAX_GLOB_RESULTS]]
         if len(found) > MAX_GLOB_RESULTS:
             lines.append(f"... ({len(found) - MAX_GLOB_RESULTS} more not shown; narrow the pattern)")
-        return "\n".join(lines)
+        return "\n".join([*lines, *note])
 
-    @staticmethod
-    def _glob(base: Path, shown: str, matcher: re.Pattern[str]) -> list[str]:
-        _require_directory(base, shown)
-        return sorted(relative for relative, path in walk_files(base) if matcher.fullmatch(relative) and path.is_file())
+    def _glob(self, base: ResolvedPath, shown: str, matcher: re.Pattern[str]) -> tuple[list[str], int]:
+        walk = _walk(base, shown, self._rules)
+        found = [
+            entry.relative for entry in walk.entries() if not entry.directory and matcher.fullmatch(entry.relative)
+        ]
+        return sorted(found), walk.hidden
 
 
 @dataclass(slots=True)
@@ -141,10 +156,15 @@ class _GrepResult:
     lines: list[str] = field(default_factory=list)
     files: int = 0
     capped: str | None = None
+    hidden: int = 0
 
 
-class GrepFilesTool(BuiltInTool):
-    """``grep_files``: lines matching a case-insensitive regex, as ``path:line: text``."""
+class GrepFilesTool(WalkingTool):
+    """``grep_files``: lines matching a case-insensitive regex, as ``path:line: text``.
+
+    Only regular files the read rules allow are searched (a link is never followed: its target is searched where it
+    lies, as ripgrep does by default), each opened without following links; a hard-linked file counts as outside.
+    """
 
     name: ClassVar[str] = "grep_files"
     description: ClassVar[str] = (
@@ -176,62 +196,91 @@ class GrepFilesTool(BuiltInTool):
         matcher = compile_glob(file_pattern) if file_pattern else None
         by_name = file_pattern is not None and "/" not in file_pattern.strip().strip("/")
         shown = arguments.optional_string("path") or "."
-        result = await asyncio.to_thread(self._grep, self.resolve(shown), shown, regex, matcher, by_name)
+        base = self.resolve(shown)
+        result = await asyncio.to_thread(self._grep, base, shown, regex, matcher, by_name)
+        note = [_hidden_note(result.hidden, "files")] if result.hidden else []
         if not result.lines:
             where = f" in files matching '{file_pattern}'" if file_pattern else ""
-            return f"No matches for '{pattern}'{where}"
+            return "\n".join([f"No matches for '{pattern}'{where}", *note])
         lines = [f"Found {len(result.lines)} matches in {result.files} files:", *result.lines]
         if result.capped:
             lines.append(f"[{result.capped}; there are more. Narrow the pattern, file_pattern or path.]")
-        return "\n".join(lines)
+        return "\n".join([*lines, *note])
 
-    @staticmethod
     def _grep(
-        base: Path, shown: str, regex: re.Pattern[str], matcher: re.Pattern[str] | None, by_name: bool
+        self, base: ResolvedPath, shown: str, regex: re.Pattern[str], matcher: re.Pattern[str] | None, by_name: bool
     ) -> _GrepResult:
-        if base.is_file():
-            candidates = iter([(base.name, base)])
-        else:
-            _require_directory(base, shown)
-            candidates = walk_files(base)
         result = _GrepResult()
-        for relative, path in candidates:
-            if matcher is not None and not matcher.fullmatch(path.name if by_name else relative):
+        if os.path.lexists(base.full) and not base.directory:
+            self._grep_single(base, shown, regex, result)
+            return result
+        walk = _walk(base, shown, self._rules)
+        for entry in walk.entries():
+            if entry.directory or entry.link:
                 continue
-            if not _grep_file(path, relative, regex, result):
+            if matcher is not None and not matcher.fullmatch(entry.name if by_name else entry.relative):
+                continue
+            try:
+                descriptor = os.open(entry.name, _READ_FILE, dir_fd=entry.parent)
+            except OSError:
+                continue  # unreadable, or swapped for a link meanwhile: skipped like a binary file
+            if not _grep_file(descriptor, entry.relative, regex, result):
                 break
+        result.hidden += walk.hidden
         return result
 
+    def _grep_single(self, base: ResolvedPath, shown: str, regex: re.Pattern[str], result: _GrepResult) -> None:
+        if self._rules.judge_read(base.full) is not PermissionAction.ALLOW:
+            result.hidden += 1
+            return
+        try:
+            descriptor = open_file(base.full, _READ_FILE, shown)
+        except OSError:
+            return
+        _grep_file(descriptor, os.path.basename(base.full), regex, result)
 
-def _grep_file(path: Path, relative: str, regex: re.Pattern[str], result: _GrepResult) -> bool:
-    """Add one file's matches to ``result``; return False once a cap is reached (searching should stop)."""
+
+def _grep_file(descriptor: int, relative: str, regex: re.Pattern[str], result: _GrepResult) -> bool:
+    """Add one file's matches to ``result`` and close it; return False once a cap is reached (searching should stop)."""
     try:
-        # Only regular files: opening a FIFO or a device found in the tree would block or never end.
-        if not path.is_file():
-            return True
-        with path.open("rb") as raw:
-            head = raw.read(8192)
-        if looks_binary(head):
-            return True
-        counted = False
-        with path.open(encoding=text_encoding(head), errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not regex.search(line):
-                    continue
-                if len(result.lines) == MAX_GREP_MATCHES:
-                    result.capped = f"Stopped at {MAX_GREP_MATCHES} matches"
-                    return False
-                if not counted:
-                    if result.files == MAX_GREP_FILES:
-                        result.capped = f"Stopped at {MAX_GREP_FILES} files"
-                        return False
-                    result.files += 1
-                    counted = True
-                text = line.rstrip("\r\n")
-                if len(text) > MAX_GREP_LINE:
-                    text = text[:MAX_GREP_LINE] + "..."
-                result.lines.append(f"{relative}:{number}: {text}")
+        status = os.fstat(descriptor)
     except OSError:
-        # Unreadable files (permissions, dangling links, sockets) are skipped like binary ones.
+        os.close(descriptor)
         return True
+    try:
+        # Only regular files with this one name: a FIFO or device would block or never end, and a hard link's other
+        # name may be outside the working directory.
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:
+            os.close(descriptor)
+            return True
+        with io.FileIO(descriptor, "r", closefd=True) as raw:
+            return _grep_lines(raw, relative, regex, result)
+    except OSError:
+        # Unreadable files (permissions, I/O errors) are skipped like binary ones.
+        return True
+
+
+def _grep_lines(raw: io.FileIO, relative: str, regex: re.Pattern[str], result: _GrepResult) -> bool:
+    head = raw.read(8192)
+    if looks_binary(head):
+        return True
+    raw.seek(0)
+    counted = False
+    with io.TextIOWrapper(io.BufferedReader(raw), encoding=text_encoding(head), errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not regex.search(line):
+                continue
+            if len(result.lines) == MAX_GREP_MATCHES:
+                result.capped = f"Stopped at {MAX_GREP_MATCHES} matches"
+                return False
+            if not counted:
+                if result.files == MAX_GREP_FILES:
+                    result.capped = f"Stopped at {MAX_GREP_FILES} files"
+                    return False
+                result.files += 1
+                counted = True
+            text = line.rstrip("\r\n")
+            if len(text) > MAX_GREP_LINE:
+                text = text[:MAX_GREP_LINE] + "..."
+            result.lines.append(f"{relative}:{number}: {text}")
     return True

@@ -153,7 +153,13 @@ class ToolCallPolicy:
         return _strictest([self._judge_one_delete(path) for path in paths])
 
     def _judge_one_delete(self, path: str) -> Verdict:
-        outcome = self._judge_path(self._policy.edit, path)
+        # A delete removes the name itself (a symbolic link, not what it points to), so that name is judged; where a
+        # link points is judged too, so a link to the outside still counts as outside. The stricter answer stands.
+        outcomes = (
+            self._judge_path(self._policy.edit, path, follow_last=False),
+            self._judge_path(self._policy.edit, path),
+        )
+        outcome = max(outcomes, key=lambda item: (_SEVERITY[item.action], item.external))
         shown = truncate_path(path)
         if outcome.action == PermissionAction.ALLOW and self._policy.ask_before_delete:
             # Asked only because ask_before_delete escalates an allowed edit: a confirmation, not a red flag.
@@ -193,8 +199,10 @@ class ToolCallPolicy:
 
     # -- paths --------------------------------------------------------------------------------------------------
 
-    def _judge_path(self, rules: tuple[PermissionRule, ...], path: str, *, directory: bool = False) -> _PathOutcome:
-        target = resolve_target(self._root, path, directory=directory)
+    def _judge_path(
+        self, rules: tuple[PermissionRule, ...], path: str, *, directory: bool = False, follow_last: bool = True
+    ) -> _PathOutcome:
+        target = resolve_target(self._root, path, directory=directory, follow_last=follow_last)
         default = self._policy.default_action
         if not target.external:
             outcome = evaluate_rules(rules, target.match_path, self._matcher.matches, default)
