@@ -10,19 +10,24 @@ from typing import TextIO
 
 from ironhive.ports.approval import ApprovalDecision, ApprovalRequest
 
-_CHOICES = (
-    "  [y] approve once\n"
-    "  [a] always approve this tool for this session\n"
-    "  [n] reject\n"
-    "  [s] reject and stop the request\n"
-)
+_ONCE = "  [y] approve once\n"
+_REJECT = "  [n] reject\n  [s] reject and stop the request\n"
+
+
+def _choices(scope: str | None) -> str:
+    """The answers offered; "always" only with a scope, and naming exactly what it would cover."""
+    if scope is None:
+        return _ONCE + _REJECT
+    return _ONCE + f"  [a] always approve {scope} for this session\n" + _REJECT
 
 
 class ConsoleApprovalService:
     """The ApprovalService of an interactive terminal.
 
     The question is written to stderr and the answer read from stdin, only when both stdin and stdout are terminals:
-    a prompt must never land in an output stream or wait on a pipe. Otherwise every request is rejected.
+    a prompt must never land in an output stream or wait on a pipe. Otherwise every request is rejected. "Always" is
+    offered only for a request with a ``scope``, and the option names that scope (``execute_command: echo *``): the
+    human sees what a yes would cover for the rest of the session.
     """
 
     def __init__(
@@ -55,8 +60,9 @@ class ConsoleApprovalService:
         self._stderr.write(
             f"\n[{request.level.value}] {request.reason}\n"
             f"  tool: {request.tool_name}  arguments: {arguments[:500]}\n"
-            f"{request.prompt}\n{_CHOICES}"
+            f"{request.prompt}\n{_choices(request.scope)}"
         )
+        letters = "y, a, n or s" if request.scope is not None else "y, n or s"
         while True:
             self._stderr.write("> ")
             self._stderr.flush()
@@ -66,10 +72,10 @@ class ConsoleApprovalService:
             choice = answer.strip().lower()
             if choice in {"y", "yes"}:
                 return ApprovalDecision(approved=True)
-            if choice in {"a", "always"}:
+            if choice in {"a", "always"} and request.scope is not None:
                 return ApprovalDecision(approved=True, always_approve=True)
             if choice in {"n", "no"}:
                 return ApprovalDecision(approved=False, reason="User rejected")
             if choice in {"s", "stop"}:
                 return ApprovalDecision(approved=False, reason="User rejected and stopped", stop=True)
-            self._stderr.write("Answer y, a, n or s.\n")
+            self._stderr.write(f"Answer {letters}.\n")

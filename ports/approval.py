@@ -30,6 +30,8 @@ class ApprovalRequest:
         level: The risk of the call.
         reason: Why the call needs approval (the matched rule's reason or a description of the call).
         prompt: The question put to the human.
+        scope: What an "always approve" answer would cover (``execute_command: echo *``), shown to the human;
+            ``None`` when "always" is not available for this call (it is then asked every time).
     """
 
     tool_name: str
@@ -38,6 +40,7 @@ class ApprovalRequest:
     level: RiskLevel
     reason: str
     prompt: str
+    scope: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -47,8 +50,10 @@ class ApprovalDecision:
     Attributes:
         approved: Whether the call may run.
         reason: Why it was rejected (shown to the model), when it was.
-        modified_arguments: Argument values the human changed; they replace the model's values key by key.
-        always_approve: Approve this tool without asking for the rest of the session.
+        modified_arguments: Argument values the human changed; they replace the model's values key by key, and the
+            changed call is judged by the rules again (a deny stays a deny, an ask is asked again).
+        always_approve: Approve later calls inside the request's ``scope`` without asking, for the rest of the
+            session (never the whole tool, unless the rules judge the tool by name alone).
         stop: Stop the whole request after this rejection.
     """
 
