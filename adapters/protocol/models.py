@@ -232,9 +232,13 @@ class ToolEndEvent(ServerEvent):
 
 
 class HitlRequestEvent(ServerEvent):
-    """A tool call waiting for the client's approval; answer with ``hitl_response``."""
+    """A tool call waiting for the client's approval; answer with ``hitl_response``.
 
-    wire_omit_when_null: ClassVar[frozenset[str]] = frozenset({"tool_name", "arguments", "call_id", "level"})
+    ``scope`` is what ``always_approve`` would cover (``execute_command: echo *``); null when "always" is not available
+    for this call (it is then asked every time).
+    """
+
+    wire_omit_when_null: ClassVar[frozenset[str]] = frozenset({"tool_name", "arguments", "call_id", "level", "scope"})
 
     type: Literal["hitl_request"] = "hitl_request"
     id: str
@@ -245,6 +249,7 @@ class HitlRequestEvent(ServerEvent):
     arguments: dict[str, JsonValue] | None = None
     call_id: str | None = None
     level: str | None = None
+    scope: str | None = None
 
 
 class TurnEndEvent(ServerEvent):

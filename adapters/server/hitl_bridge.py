@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -39,11 +40,24 @@ class _Answer:
     decision: ApprovalDecision
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Wait:
+    future: asyncio.Future[_Answer]
+    # time.monotonic() just before the request is written: taken before, not after, because the reader thread may
+    # stamp a quick client's answer before this task gets the GIL back from the write.
+    sent_at: float
+
+
 class HitlBridge:
     """Sends each asked call to the attached runner's client and waits for its answer.
 
     Every way of not getting an answer is a rejection, never a pass: no runner attached, the timeout, a runner that
     detaches (its connection closed) and a bridge that is shut down. A cancelled turn cancels the wait.
+
+    An answer is taken only when it can belong to the request it resolves: with an ``id``, the waiting request of that
+    id; without one, the only waiting request, and only when the answer was received after that request was written
+    (so a late answer to a request that timed out, or one already on its way, never approves the next). Every other
+    answer is dropped with the reason :meth:`resolve` returns.
 
     Args:
         timeout_seconds: How long a request waits for its answer (5 minutes by default; must be positive).
@@ -56,7 +70,7 @@ class HitlBridge:
         self._timeout = timeout_seconds
         self._ids = ids or UuidIdGenerator()
         self._send: SendRequest | None = None
-        self._pending: dict[str, asyncio.Future[_Answer]] = {}
+        self._pending: dict[str, _Wait] = {}
         self._closed = False
 
     @property
@@ -81,30 +95,41 @@ class HitlBridge:
         self._send = None
         self._reject_all(SHUT_DOWN)
 
-    def resolve(self, response: HitlResponseRequest) -> bool:
-        """Answer a pending request; returns whether the answer was taken.
+    def resolve(self, response: HitlResponseRequest, *, received_at: float | None = None) -> str | None:
+        """Answer a waiting request.
 
-        An answer with an ``id`` resolves that request; one without resolves only while exactly one request waits.
+        Args:
+            response: The client's answer.
+            received_at: When the answer was received (``time.monotonic()``; now when not given). An answer without
+                ``id`` is taken only when it was received after the one waiting request was written.
+
+        Returns:
+            ``None`` when the answer was taken, else why it was dropped (fit to show to the client).
         """
+        received = time.monotonic() if received_at is None else received_at
         if response.id is not None:
-            future = self._pending.get(response.id)
-        elif len(self._pending) == 1:
-            future = next(iter(self._pending.values()))
+            wait = self._pending.get(response.id)
+            problem = None if wait is not None else f"no approval request with id {response.id} is waiting"
+        elif not self._pending:
+            wait, problem = None, "no approval request is waiting"
+        elif len(self._pending) > 1:
+            wait, problem = None, f"an answer without id cannot choose between {len(self._pending)} waiting requests"
         else:
-            future = None
-        if future is None or future.done():
-            log.warning(
-                "approval answer dropped: no matching request (id=%s, %d waiting)", response.id, len(self._pending)
-            )
-            return False
+            wait = next(iter(self._pending.values()))
+            late = received < wait.sent_at
+            problem = "the answer without id was received before the waiting request was sent" if late else None
+        if wait is None or problem is not None or wait.future.done():
+            reason = problem or "the request was already answered"
+            log.warning("approval answer dropped: %s", reason)
+            return reason
         decision = ApprovalDecision(
             approved=response.approved,
             reason=None if response.approved else (response.reason or DECLINED),
             modified_arguments=dict(response.modified_arguments) if response.modified_arguments else None,
             always_approve=response.always_approve,
         )
-        future.set_result(_Answer(decision=decision))
-        return True
+        wait.future.set_result(_Answer(decision=decision))
+        return None
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask the client and wait for its answer (or a rejection)."""
@@ -115,7 +140,8 @@ class HitlBridge:
             return ApprovalDecision(approved=False, reason=NO_CLIENT)
         request_id = self._ids.new_id()
         future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future  # registered before the request is written: an instant answer is kept
+        # registered before the request is written: an instant answer is kept
+        self._pending[request_id] = _Wait(future=future, sent_at=time.monotonic())
         try:
             await send(
                 HitlRequestEvent(
@@ -127,6 +153,7 @@ class HitlBridge:
                     arguments=dict(request.arguments),
                     call_id=request.call_id,
                     level=request.level.value,
+                    scope=request.scope,
                 )
             )
             # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that races with the answer
@@ -141,7 +168,7 @@ class HitlBridge:
         return answer.decision
 
     def _reject_all(self, reason: str) -> None:
-        for future in self._pending.values():
-            if not future.done():
-                future.set_result(_Answer(decision=ApprovalDecision(approved=False, reason=reason)))
+        for wait in self._pending.values():
+            if not wait.future.done():
+                wait.future.set_result(_Answer(decision=ApprovalDecision(approved=False, reason=reason)))
         self._pending.clear()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ironhive.adapters.protocol.models import (
@@ -26,7 +27,8 @@ SendEvent = Callable[[ServerEvent], Awaitable[None]]
 
 log = logging.getLogger(__name__)
 
-_STOP = object()
+QUEUE_FULL = "The turn queue is full"
+DROPPED_ANSWER = "Approval answer dropped: "
 
 
 def unreadable(message: str) -> ErrorEvent:
@@ -34,12 +36,32 @@ def unreadable(message: str) -> ErrorEvent:
     return ErrorEvent(message=f"Unreadable request skipped: {message}")
 
 
+def message_size(request: UserMessageRequest) -> int:
+    """What a queued message counts towards the byte limit: its content's UTF-8 size."""
+    return len(request.content.encode("utf-8", "surrogatepass"))
+
+
+class _Refused:
+    """Consecutive messages refused because the queue was full: their ``error`` + ``turn_end`` pairs, in order."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 1
+
+
 class TurnSession:
     """Takes requests as they arrive and runs the turns they ask for, one at a time, in arrival order.
 
     Requests are dispatched as soon as they are read — a ``hitl_response`` or ``cancel`` never waits behind a queued
     message. Every ``user_message`` ends with exactly one ``turn_end``: after the processor's events, after an
-    ``error`` when the processor fails, and after a cancel.
+    ``error`` when the processor fails, and after a cancel. A ``hitl_response`` that no request takes is answered with
+    an ``error`` event saying why.
+
+    The messages waiting behind the running turn may be limited in number and in content bytes. A message beyond a
+    limit is refused, and in its place in the order the client gets an ``error`` ("The turn queue is full ...") and a
+    ``turn_end``, so a client counting turns stays in step; consecutive refusals share one counter, so a flood costs
+    no memory per refused message.
 
     Args:
         process_message: The processor.
@@ -47,6 +69,8 @@ class TurnSession:
         hitl_bridge: Receives ``hitl_response`` answers; attached to ``send`` while the session runs.
         on_context_update: Called for every ``context_update``.
         skip_context_enrichment: Do not prefix messages with the working path.
+        max_queued_messages: Most messages waiting behind the running turn (``None``: no limit).
+        max_queued_bytes: Most content bytes (UTF-8) of the waiting messages together (``None``: no limit).
     """
 
     def __init__(
@@ -57,16 +81,32 @@ class TurnSession:
         hitl_bridge: HitlBridge | None = None,
         on_context_update: Callable[[ContextUpdateRequest], None] | None = None,
         skip_context_enrichment: bool = False,
+        max_queued_messages: int | None = None,
+        max_queued_bytes: int | None = None,
     ) -> None:
+        if (max_queued_messages is not None and max_queued_messages < 1) or (
+            max_queued_bytes is not None and max_queued_bytes < 1
+        ):
+            raise ValueError("max_queued_messages and max_queued_bytes must be positive")
         self._process = process_message
         self._send = send
         self._bridge = hitl_bridge
         self._on_context_update = on_context_update
         self._skip_enrichment = skip_context_enrichment
+        self._max_messages = max_queued_messages
+        self._max_bytes = max_queued_bytes
         self._working_path: str | None = None
-        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._queue: deque[tuple[UserMessageRequest, int] | _Refused] = deque()
+        self._queued_messages = 0
+        self._queued_bytes = 0
+        self._queue_changed = asyncio.Event()
         self._current: asyncio.Task[None] | None = None
         self._closed = False
+
+    @property
+    def queued(self) -> tuple[int, int]:
+        """The messages waiting behind the running turn: their number and content bytes."""
+        return self._queued_messages, self._queued_bytes
 
     async def __aenter__(self) -> TurnSession:
         if self._bridge is not None:
@@ -91,18 +131,24 @@ class TurnSession:
     def close(self) -> None:
         """Stop taking messages; the turns already received still run."""
         self._closed = True
-        self._queue.put_nowait(_STOP)
+        self._queue_changed.set()
 
     async def wait_closed(self) -> None:
         """Wait until every received turn has finished."""
         await asyncio.shield(self._worker)
 
-    async def handle(self, request: ServerRequest) -> bool:
-        """Act on one request; returns False once the session takes no more requests (``shutdown``)."""
+    async def handle(self, request: ServerRequest, *, received_at: float | None = None) -> bool:
+        """Act on one request; returns False once the session takes no more requests (``shutdown``).
+
+        Args:
+            request: The request.
+            received_at: When it was received (``time.monotonic()``); an answer without id must come after its
+                request (see :meth:`HitlBridge.resolve`). Now when not given.
+        """
         match request:
             case UserMessageRequest():
                 if not self._closed:
-                    self._queue.put_nowait(request)
+                    self._enqueue(request)
             case CancelRequest():
                 if self._current is not None and not self._current.done():
                     self._current.cancel()
@@ -112,8 +158,9 @@ class TurnSession:
             case HitlResponseRequest():
                 if self._bridge is None:
                     log.warning("hitl_response dropped: no approval bridge")
-                else:
-                    self._bridge.resolve(request)
+                    await self._send(ErrorEvent(message=DROPPED_ANSWER + "this agent asks no approvals"))
+                elif (problem := self._bridge.resolve(request, received_at=received_at)) is not None:
+                    await self._send(ErrorEvent(message=DROPPED_ANSWER + problem))
             case ContextUpdateRequest():
                 self._working_path = request.working_path or None
                 if self._on_context_update is not None:
@@ -131,10 +178,50 @@ class TurnSession:
             return request
         return request.model_copy(update={"content": f"[WorkingPath: {self._working_path}]\n\n{request.content}"})
 
+    def _enqueue(self, request: UserMessageRequest) -> None:
+        size = message_size(request)
+        if not self._full(size):
+            self._queue.append((request, size))
+            self._queued_messages += 1
+            self._queued_bytes += size
+        elif self._queue and isinstance(last := self._queue[-1], _Refused):
+            last.count += 1
+        else:
+            self._queue.append(_Refused())
+        self._queue_changed.set()
+
+    def _full(self, size: int) -> bool:
+        return (self._max_messages is not None and self._queued_messages >= self._max_messages) or (
+            self._max_bytes is not None and self._queued_bytes + size > self._max_bytes
+        )
+
+    def _refusal(self) -> ErrorEvent:
+        limits = [
+            *([f"{self._max_messages} messages"] if self._max_messages is not None else []),
+            *([f"{self._max_bytes} bytes"] if self._max_bytes is not None else []),
+        ]
+        return ErrorEvent(
+            message=f"{QUEUE_FULL} (at most {' and '.join(limits)} may wait): the message was not taken; "
+            "send it again when a turn has ended"
+        )
+
     async def _run_turns(self) -> None:
-        while (item := await self._queue.get()) is not _STOP:
-            assert isinstance(item, UserMessageRequest)
-            await self._run_turn(self._enriched(item))
+        while True:
+            while not self._queue:
+                if self._closed:
+                    return
+                self._queue_changed.clear()
+                await self._queue_changed.wait()
+            item = self._queue.popleft()
+            if isinstance(item, _Refused):
+                for _ in range(item.count):
+                    await self._send(self._refusal())
+                    await self._send(TurnEndEvent.from_counts())
+                continue
+            request, size = item
+            self._queued_messages -= 1
+            self._queued_bytes -= size
+            await self._run_turn(self._enriched(request))
 
     async def _run_turn(self, request: UserMessageRequest) -> None:
         closing: list[TurnEndEvent] = []

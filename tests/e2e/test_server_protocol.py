@@ -335,7 +335,11 @@ def test_stdout_carries_only_compact_protocol_lines(work: Path) -> None:
     ]
     with scripted(work, steps) as server:
         started(server)
-        server.send({"type": "hitl_response", "approved": True})  # nothing waits: dropped, logged on stderr
+        server.send({"type": "hitl_response", "approved": True})  # nothing waits: dropped, reported, logged on stderr
+        assert server.next_event() == {
+            "type": "error",
+            "message": "Approval answer dropped: no approval request is waiting",
+        }
         server.send_raw(b"not json\n")
         assert server.next_event()["message"].startswith("Unreadable request skipped: ")
         server.user_message("run it")

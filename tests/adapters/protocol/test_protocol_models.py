@@ -98,6 +98,7 @@ EVENTS: dict[str, ServerEvent] = {
         arguments={"command": "rm -rf build"},
         call_id="call_02",
         level="critical",
+        scope="execute_command: rm *",
     ),
     "hitl_request_minimal": HitlRequestEvent(id="abc", action="write_file", target="", description=""),
     "turn_end_sums": TurnEndEvent.from_counts(1834, 212),
@@ -175,7 +176,8 @@ def test_inventory_examples_are_reproduced_byte_for_byte() -> None:
     assert serialize_event(EVENTS["hitl_request_full"]) == (
         '{"type":"hitl_request","id":"3f2a9c0d4b5e4f6a8b7c9d0e1f2a3b4c","action":"Shell command: rm -rf build",'
         '"target":"rm -rf build","description":"Allow executing this command?","tool_name":"execute_command",'
-        '"arguments":{"command":"rm -rf build"},"call_id":"call_02","level":"critical"}'
+        '"arguments":{"command":"rm -rf build"},"call_id":"call_02","level":"critical",'
+        '"scope":"execute_command: rm *"}'
     )
 
 

@@ -8,8 +8,9 @@ find them by id; these cases are proven here against the bridge itself.
 from __future__ import annotations
 
 import asyncio
+import time
 
-from ironhive.adapters.protocol.models import HitlRequestEvent, HitlResponseRequest
+from ironhive.adapters.protocol.models import HitlRequestEvent, HitlResponseRequest, serialize_event
 from ironhive.adapters.server.hitl_bridge import CONNECTION_CLOSED, HitlBridge
 from ironhive.ports.approval import ApprovalDecision, ApprovalRequest, RiskLevel
 from tests.support.fakes import SequentialIds
@@ -55,10 +56,11 @@ async def test_two_waits_answered_by_id_in_reverse_order() -> None:
     by_call = {request.call_id: request.id for request in client.requests}
     assert by_call == {"call_a": f"{1:032x}", "call_b": f"{2:032x}"}
 
-    assert bridge.resolve(HitlResponseRequest(approved=False, reason="not b", id=by_call["call_b"]))
+    assert bridge.resolve(HitlResponseRequest(approved=False, reason="not b", id=by_call["call_b"])) is None
     assert await second == ApprovalDecision(approved=False, reason="not b")
     assert not first.done()
-    assert bridge.resolve(HitlResponseRequest(approved=True, id=by_call["call_a"], modified_arguments={"path": "c.md"}))
+    answer = HitlResponseRequest(approved=True, id=by_call["call_a"], modified_arguments={"path": "c.md"})
+    assert bridge.resolve(answer) is None
     assert await first == ApprovalDecision(approved=True, modified_arguments={"path": "c.md"})
     assert bridge.pending_ids == ()
 
@@ -69,15 +71,19 @@ async def test_an_answer_without_id_is_dropped_while_two_wait_and_taken_when_one
     bridge.attach(client.send)
     first, second = await two_waiting(bridge, client)
 
-    assert not bridge.resolve(HitlResponseRequest(approved=True))  # ambiguous: dropped
-    assert not bridge.resolve(HitlResponseRequest(approved=True, id="f" * 32))  # unknown id: dropped
+    assert bridge.resolve(HitlResponseRequest(approved=True)) == (
+        "an answer without id cannot choose between 2 waiting requests"
+    )
+    assert bridge.resolve(HitlResponseRequest(approved=True, id="f" * 32)) == (
+        f"no approval request with id {'f' * 32} is waiting"
+    )
     await asyncio.sleep(0)
     assert not first.done() and not second.done()
     assert len(bridge.pending_ids) == 2
 
-    assert bridge.resolve(HitlResponseRequest(approved=True, id=client.requests[0].id))
+    assert bridge.resolve(HitlResponseRequest(approved=True, id=client.requests[0].id)) is None
     assert await first == ApprovalDecision(approved=True)
-    assert bridge.resolve(HitlResponseRequest(approved=False))  # exactly one waits now
+    assert bridge.resolve(HitlResponseRequest(approved=False)) is None  # exactly one waits now
     assert await second == ApprovalDecision(approved=False, reason="the operator declined")
 
 
@@ -100,5 +106,52 @@ async def test_cancelling_one_wait_leaves_the_other_answerable() -> None:
     await asyncio.gather(first, return_exceptions=True)
     assert first.cancelled()
     assert bridge.pending_ids == (client.requests[1].id,)
-    assert bridge.resolve(HitlResponseRequest(approved=True))
+    assert bridge.resolve(HitlResponseRequest(approved=True)) is None
     assert await second == ApprovalDecision(approved=True)
+
+
+async def test_an_answer_without_id_received_before_the_request_was_sent_is_dropped() -> None:
+    """A late answer to an earlier request, already read when the next one is written, never approves the next."""
+    client = Client()
+    bridge = HitlBridge(ids=SequentialIds())
+    bridge.attach(client.send)
+    received_earlier = time.monotonic()
+    waiting = asyncio.create_task(bridge.request_approval(ask("a.md", "call_a")))
+    await asyncio.sleep(0)  # the task runs up to its wait: the request is written
+    assert len(client.requests) == 1
+    stale = HitlResponseRequest(approved=True, always_approve=True)
+    assert bridge.resolve(stale, received_at=received_earlier) == (
+        "the answer without id was received before the waiting request was sent"
+    )
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    assert bridge.resolve(HitlResponseRequest(approved=False), received_at=time.monotonic()) is None
+    assert await waiting == ApprovalDecision(approved=False, reason="the operator declined")
+
+
+async def test_an_answer_with_nothing_waiting_is_dropped_with_a_reason() -> None:
+    bridge = HitlBridge(ids=SequentialIds())
+    bridge.attach(Client().send)
+    assert bridge.resolve(HitlResponseRequest(approved=True)) == "no approval request is waiting"
+    assert bridge.resolve(HitlResponseRequest(approved=True, id="a" * 32)) == (
+        f"no approval request with id {'a' * 32} is waiting"
+    )
+
+
+async def test_the_request_carries_the_scope_of_always() -> None:
+    client = Client()
+    bridge = HitlBridge(ids=SequentialIds(), timeout_seconds=0.05)
+    bridge.attach(client.send)
+    request = ApprovalRequest(
+        tool_name="execute_command",
+        arguments={"command": "echo hi"},
+        call_id="call_x",
+        level=RiskLevel.MEDIUM,
+        reason="Shell command: echo hi",
+        prompt="Allow executing this command?",
+        scope="execute_command: echo *",
+    )
+    decision = await bridge.request_approval(request)
+    assert not decision.approved  # timed out
+    assert [(r.scope, r.target) for r in client.requests] == [("execute_command: echo *", "echo hi")]
+    assert '"scope":"execute_command: echo *"' in serialize_event(client.requests[0])
