@@ -79,6 +79,7 @@ def test_fixes_create_migrate_and_restrict_then_nothing_is_left_to_fix(home: Pat
         ("Config files", "pass"),
         ("Permission policy", "pass"),
         ("File permissions", "pass"),
+        ("Private files", "pass"),
     ]
 
 
@@ -210,3 +211,28 @@ def test_rich_rendering_keeps_brackets_and_shows_hints() -> None:
     text = stream.getvalue()
     for expected in ("Fixes applied", "Configuration", "None [configured]", "→ Set one.", "Summary: 1 passed"):
         assert expected in text
+
+
+@posix_modes
+def test_the_fix_restricts_every_path_under_ironhive_the_check_reported(home: Path, project: Path) -> None:
+    base = home / ".ironhive"
+    session = base / "projects" / "0123456789abcdef" / "cache.db"
+    session.parent.mkdir(parents=True)
+    session.write_bytes(b"")
+    for path, wrong in ((base, 0o711), (base / "projects", 0o750), (session.parent, 0o700), (session, 0o604)):
+        path.chmod(wrong)
+    (check,) = [check for check in configuration_checks(home, project, {}).checks if check.name == "Private files"]
+    assert (check.status, check.message) == (
+        "warning",
+        f"Accessible to the group or others: {base} (0711), {base / 'projects'} (0750), {session} (0604)",
+    )
+    fixes = apply_configuration_fixes(home, project)
+    assert fixes == [
+        f"Created {base / 'config.yaml'} (mode 0600)",
+        f"Restricted {base} to its owner (mode 0700)",
+        f"Restricted {base / 'projects'} to its owner (mode 0700)",
+        f"Restricted {session} to its owner (mode 0600)",
+    ]
+    assert (base.stat().st_mode & 0o777, session.stat().st_mode & 0o777) == (0o700, 0o600)
+    (after,) = [check for check in configuration_checks(home, project, {}).checks if check.name == "Private files"]
+    assert after.status == "pass"
