@@ -44,7 +44,7 @@ def _open_regular(resolved: ResolvedPath, shown: str, flags: int, *, writing: bo
         OSError: Any other failure to open it.
     """
     try:
-        descriptor = open_file(resolved.full, flags | os.O_NONBLOCK, shown, create_parents=writing)
+        descriptor = open_file(resolved.full, flags | os.O_NONBLOCK, shown, create_parents=bool(flags & os.O_CREAT))
     except IsADirectoryError:
         raise ToolError(f"'{shown}' is a directory, not a file") from None
     except (FileNotFoundError, NotADirectoryError) as exc:

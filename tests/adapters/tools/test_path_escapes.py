@@ -259,3 +259,11 @@ async def test_a_delete_judges_the_name_it_removes_and_where_a_link_points(top: 
     assert inside.success, inside.result
     assert not (root / "src" / "alias.py").is_symlink()
     assert (root / "src" / "code.py").read_text() == "print('inside')\n"
+
+
+async def test_editing_a_missing_file_creates_no_directories(top: Path) -> None:
+    outcome = await AgentTools(top / "project").call(
+        "edit_file", {"path": "new/dir/x.txt", "old_string": "a", "new_string": "b"}
+    )
+    assert outcome.result.startswith("File not found: new/dir/x.txt")
+    assert not (top / "project" / "new").exists()
