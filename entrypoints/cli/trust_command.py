@@ -1,5 +1,4 @@
-"""``ironhive trust``: trust this project's files as they are now, list their trust, or revoke it; and the one
-start-up question on a terminal.
+"""``ironhive trust``: trust, list or revoke trust in this project's files; and the one start-up question.
 
 A repository's ``.ironhive/config.yaml``, ``.ironhive/permissions.*``, plugin file and ``.env`` take effect only once
 their exact content is trusted (see :mod:`ironhive.adapters.config.trust`): ``ironhive trust`` records each file's path

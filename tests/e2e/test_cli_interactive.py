@@ -31,11 +31,13 @@ class Terminal:
         )
         os.close(terminal)
         self.seen = b""
+        self._read_to = 0  # where the last marker found ended: output after it is not consumed yet
 
     def read_until(self, marker: bytes, timeout: float = 30.0) -> bytes:
-        start = len(self.seen)
+        """The output from the end of the last marker found up to and including ``marker``."""
+        start = self._read_to
         deadline = time.monotonic() + timeout
-        while marker not in self.seen[start:]:
+        while (found := self.seen.find(marker, start)) < 0:
             remaining = deadline - time.monotonic()
             assert remaining > 0, f"timed out waiting for {marker!r}; saw {self.seen[-800:]!r}"
             if select.select([self._controller], [], [], remaining)[0]:
@@ -46,7 +48,10 @@ class Terminal:
                 if not chunk:
                     break
                 self.seen += chunk
-        return self.seen[start:]
+        if found < 0:
+            return self.seen[start:]
+        self._read_to = found + len(marker)
+        return self.seen[start : self._read_to]
 
     def send(self, text: bytes) -> None:
         os.write(self._controller, text)
@@ -60,6 +65,7 @@ class Terminal:
         finally:
             if self.process.poll() is None:
                 self.process.kill()
+                self.process.wait()
             os.close(self._controller)
 
 
