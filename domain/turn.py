@@ -7,6 +7,25 @@ from typing import Literal, TypeAlias
 
 from ironhive.ports.chat import ChatMessage, FallbackNotice, FinishReason, ToolCallPart, Usage
 
+_CUT_SHORT: dict[str, str] = {
+    "length": "the answer reached the output token limit",
+    "repetition": "the answer was stopped because it kept repeating itself",
+    "content_filter": "the provider's content filter stopped the answer",
+}
+
+
+def cut_short(finish_reason: FinishReason | None) -> str | None:
+    """Why an answer ended before the model finished it, in words, or ``None`` when it ended normally.
+
+    Every surface shows this, so a truncated or looping answer is never mistaken for a complete one.
+    """
+    return None if finish_reason is None else _CUT_SHORT.get(finish_reason)
+
+
+def cut_reason(finish_reason: FinishReason | None) -> FinishReason | None:
+    """The finish reason when it cut the answer short (what the json outputs and the wire carry), else ``None``."""
+    return finish_reason if cut_short(finish_reason) is not None else None
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallRecord:

@@ -253,27 +253,39 @@ class HitlRequestEvent(ServerEvent):
 
 
 class TurnEndEvent(ServerEvent):
-    """Closes every turn; token counts are sums over the turn's model calls, null when unreported."""
+    """Closes every turn; token counts are sums over the turn's model calls, null when unreported.
+
+    ``finish_reason`` is written only when the answer was cut short (``length``: the output token limit,
+    ``repetition``: stopped for repeating itself, ``content_filter``); a turn that ended normally leaves it out.
+    """
 
     type: Literal["turn_end"] = "turn_end"
     input_tokens: Count | None = None
     output_tokens: Count | None = None
     total_tokens: Count | None = None
+    finish_reason: str | None = None
+
+    wire_omit_when_null: ClassVar[frozenset[str]] = frozenset({"finish_reason"})
 
     @classmethod
-    def from_counts(cls, input_tokens: int | None = None, output_tokens: int | None = None) -> TurnEndEvent:
+    def from_counts(
+        cls, input_tokens: int | None = None, output_tokens: int | None = None, *, finish_reason: str | None = None
+    ) -> TurnEndEvent:
         """Build a ``turn_end`` whose ``total_tokens`` is input + output (null only when both are null).
 
         Args:
             input_tokens: Summed prompt tokens, or None when no usage was reported.
             output_tokens: Summed completion tokens, or None when no usage was reported.
+            finish_reason: Why the answer was cut short, or None when it ended normally.
 
         Returns:
             The event.
         """
         both_unknown = input_tokens is None and output_tokens is None
         total = None if both_unknown else (input_tokens or 0) + (output_tokens or 0)
-        return cls(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total)
+        return cls(
+            input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total, finish_reason=finish_reason
+        )
 
 
 class ErrorEvent(ServerEvent):

@@ -50,6 +50,7 @@ class ScriptStep:
         error: Raised instead of answering.
         usage: Reported token counts.
         delay_seconds: Pause before each streamed piece (to test cancellation).
+        finish_reason: Why the response ended; ``None`` says ``tool_calls`` with calls, else ``stop``.
     """
 
     text: str = ""
@@ -59,6 +60,7 @@ class ScriptStep:
     error: Exception | None = None
     usage: Usage | None = None
     delay_seconds: float = 0.0
+    finish_reason: FinishReason | None = None
 
     def pieces(self) -> tuple[str, ...]:
         """The answer's stream pieces."""
@@ -184,4 +186,6 @@ class SizedScriptedChatClient(ScriptedChatClient):
 
 
 def _finish_reason(step: ScriptStep) -> FinishReason:
+    if step.finish_reason is not None:
+        return step.finish_reason
     return "tool_calls" if step.tool_calls else "stop"

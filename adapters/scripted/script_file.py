@@ -15,7 +15,7 @@ from ironhive.adapters.scripted.client import (
     SizedScriptedChatClient,
 )
 from ironhive.domain.errors import ConfigurationError, ProviderError
-from ironhive.ports.chat import Usage
+from ironhive.ports.chat import FinishReason, Usage
 
 
 class _Strict(BaseModel):
@@ -47,6 +47,7 @@ class _Step(_Strict):
     error: _Error | None = None
     usage: _Usage | None = None
     delay_seconds: float = 0.0
+    finish_reason: FinishReason | None = None
 
     def to_step(self) -> ScriptStep:
         error = self.error
@@ -62,6 +63,7 @@ class _Step(_Strict):
             else ProviderError(error.message, status=error.status, retryable=error.retryable, provider="scripted"),
             usage=None if self.usage is None else Usage(**self.usage.model_dump()),
             delay_seconds=self.delay_seconds,
+            finish_reason=self.finish_reason,
         )
 
 
@@ -77,7 +79,8 @@ def load_scripted_client(path: Path) -> ScriptedChatClient:
     The file holds ``{"steps": [...], "repeat_last": false, "context_size": null}`` or just the list of steps
     (``context_size`` makes the model state a context window); each step has any of
     ``text``, ``deltas``, ``thinking``, ``tool_calls`` (``[{"name", "arguments", "id"}]``), ``usage``
-    (``{"input_tokens", "output_tokens"}``), ``error`` (``{"message", "status", "retryable"}``), ``delay_seconds``.
+    (``{"input_tokens", "output_tokens"}``), ``error`` (``{"message", "status", "retryable"}``), ``delay_seconds``,
+    ``finish_reason``.
 
     Args:
         path: A ``.json``, ``.yaml`` or ``.yml`` file.

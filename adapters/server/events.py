@@ -26,8 +26,9 @@ from ironhive.domain.turn import (
     ToolResultChunk,
     TurnCompleted,
     UsageChunk,
+    cut_reason,
 )
-from ironhive.ports.chat import Usage
+from ironhive.ports.chat import FinishReason, Usage
 
 
 async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[ServerEvent]:
@@ -43,6 +44,7 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
         The protocol events of the turn.
     """
     usage = Usage()
+    finish_reason: FinishReason | None = None
     ended: set[str] = set()
     async for chunk in chunks:
         match chunk:
@@ -80,6 +82,7 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
                     max_attempts=notice.max_attempts,
                 )
             case TurnCompleted(turn=turn):
+                finish_reason = cut_reason(turn.finish_reason)
                 for record in turn.tool_calls:
                     if record.success is not None and record.call_id not in ended:
                         yield ToolEndEvent(
@@ -87,4 +90,4 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
                         )
             case _:
                 pass
-    yield TurnEndEvent.from_counts(usage.input_tokens, usage.output_tokens)
+    yield TurnEndEvent.from_counts(usage.input_tokens, usage.output_tokens, finish_reason=finish_reason)

@@ -14,6 +14,7 @@ from ironhive.domain.turn import (
     ToolCallChunk,
     ToolResultChunk,
     TurnRecord,
+    cut_short,
 )
 
 if TYPE_CHECKING:
@@ -67,8 +68,10 @@ class LiveMarkdownRenderer:
                 pass
 
     def finish(self, turn: TurnRecord, session_id: str | None) -> None:
-        """Close the live area."""
+        """Close the live area and say when the answer was cut short."""
         self._close()
+        if (note := cut_short(turn.finish_reason)) is not None:
+            self._console.print(f"[answer cut short: {note}]", style="yellow", markup=False)
 
     def fail(self, message: str, code: int) -> None:
         """Close the live area and show what went wrong."""

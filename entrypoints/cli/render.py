@@ -19,6 +19,8 @@ from ironhive.domain.turn import (
     ToolCallChunk,
     ToolResultChunk,
     TurnRecord,
+    cut_reason,
+    cut_short,
 )
 from ironhive.ports.chat import ToolCallPart, Usage
 
@@ -113,6 +115,7 @@ class JsonRenderer:
                 "usage": usage_json(turn.usage),
                 "thinking": thinking,
                 "toolCalls": tool_calls or None,
+                "finishReason": cut_reason(turn.finish_reason),
             }
         )
         self._out.write(compact_json(body) + "\n")
@@ -191,7 +194,9 @@ class JsonlRenderer:
 
     def finish(self, turn: TurnRecord, session_id: str | None) -> None:
         """Write the ``done`` line."""
-        self._line(without_nulls({"type": "done", "sessionId": session_id}))
+        self._line(
+            without_nulls({"type": "done", "sessionId": session_id, "finishReason": cut_reason(turn.finish_reason)})
+        )
 
     def fail(self, message: str, code: int) -> None:
         """Write the ``error`` line instead of ``done``."""
@@ -226,6 +231,8 @@ class RunJsonRenderer:
                 "total_tokens": usage.total_tokens,
             },
         }
+        if (reason := cut_reason(turn.finish_reason)) is not None:
+            body["finish_reason"] = reason
         self._out.write(json.dumps(body, ensure_ascii=False, indent=2) + "\n")
         self._out.flush()
 
@@ -303,9 +310,12 @@ class TextRenderer:
                 pass
 
     def finish(self, turn: TurnRecord, session_id: str | None) -> None:
-        """End the answer's line and, with ``--show-tokens``, write the token counts."""
+        """End the answer's line, say on stderr when it was cut short and, with ``--show-tokens``, the token counts."""
         if not self._at_line_start:
             self._write("\n")
+        if (note := cut_short(turn.finish_reason)) is not None:
+            self._err.write(f"[answer cut short: {note}]\n")
+            self._err.flush()
         if self._show_tokens:
             usage = turn.usage
 
