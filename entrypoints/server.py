@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -90,7 +89,9 @@ def run_server(
     approval_timeout_seconds: float | None = None,
 ) -> int:
     """Run ``ironhive run --server``; returns the exit code (0 after shutdown or end of input)."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from ironhive.log_setup import configure_logging
+
+    configure_logging(environ)
     try:
         asyncio.run(
             serve_stdio(

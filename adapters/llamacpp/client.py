@@ -367,7 +367,16 @@ class LlamaCppChatClient:
                         self._active = None
                 stats = reply.get("stats")
                 if isinstance(stats, dict):
-                    self._last_run = LocalRunStats(**stats)
+                    self._last_run = run = LocalRunStats(**stats)
+                    _log.info(
+                        "local prompt: %d tokens, %d evaluated, %d reused from memory, %d restored from disk, "
+                        "prefill %.3f s",
+                        run.prompt_tokens,
+                        run.evaluated_tokens,
+                        run.reused_tokens,
+                        run.restored_tokens,
+                        run.prefill_seconds,
+                    )
                 if reply.get("stopped"):
                     return
                 finish_reason = finish_reason_of(reply.get("finish_reason"))

@@ -107,7 +107,9 @@ def _alternatives(plan: ToolPlan, arguments: Mapping[str, dict[str, JsonValue]])
         for tool in plan.tools
     ]
     if plan.allow_answer:
-        choices.append({"type": "object", "properties": {ANSWER_KEY: {"type": "string"}}, "required": [ANSWER_KEY]})
+        # An empty answer says nothing; the grammar asks for at least one character.
+        answer: dict[str, JsonValue] = {"type": "string", "minLength": 1}
+        choices.append({"type": "object", "properties": {ANSWER_KEY: answer}, "required": [ANSWER_KEY]})
     if len(choices) == 1 and isinstance(choices[0], dict):
         return choices[0]
     return {"anyOf": choices}

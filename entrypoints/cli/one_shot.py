@@ -75,7 +75,9 @@ def make_renderer(request: OneShotRequest) -> Renderer:
 
 def run_one_shot(request: OneShotRequest, *, environ: Mapping[str, str]) -> int:
     """Run the prompt and return the process exit code (0, 1, or 130 when cancelled with Ctrl+C)."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from ironhive.log_setup import configure_logging
+
+    configure_logging(environ)
     renderer = ClosedPipeTolerant(make_renderer(request))
     return asyncio.run(_drive(request, renderer, environ))
 

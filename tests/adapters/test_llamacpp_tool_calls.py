@@ -132,7 +132,8 @@ def test_response_schema_ties_each_tool_to_its_arguments_and_offers_an_answer() 
             "required": [],
         },
     }
-    assert answer == {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    answer_text = {"type": "string", "minLength": 1}  # an empty answer says nothing
+    assert answer == {"type": "object", "properties": {"answer": answer_text}, "required": ["answer"]}
 
 
 def test_required_modes_leave_out_the_answer() -> None:
@@ -567,10 +568,13 @@ async def test_an_answer_streams_as_unescaped_deltas(greedy_client: object) -> N
     whole = await greedy_client.get_response(messages, options)
 
     *deltas, last = updates
-    assert whole.message.tool_calls == () and whole.finish_reason == "stop"
+    streamed = "".join(update.text_delta for update in deltas)
+    # Not compared with ``whole`` word for word: the second request reuses the first's evaluated prefix, and llama.cpp
+    # does not promise the same logits for a prefix evaluated in other batch sizes, so greedy texts may differ.
+    assert whole.message.tool_calls == () and whole.finish_reason == "stop" and whole.message.text.strip()
     assert len(deltas) >= 3 and all(update.text_delta for update in deltas)
-    assert "".join(update.text_delta for update in deltas) == whole.message.text
-    assert '"answer"' not in whole.message.text and not whole.message.text.startswith("{")
+    for text in (streamed, whole.message.text):
+        assert '"answer"' not in text and not text.lstrip().startswith("{") and "\\n" not in text
     assert last.text_delta == "" and last.tool_calls == () and last.usage is not None
 
 
