@@ -47,6 +47,8 @@ from ironhive.ports.chat import (
 )
 
 PROVIDER: Final = "local"
+SMALL_MODEL_BYTES: Final = 1 << 30
+"""A GGUF file under this size holds a small model (about two billion parameters at 4 bits or fewer)."""
 """The provider name carried by the errors this client raises."""
 
 _INSTALL_HINT = 'install it with: pip install "ironhive[local]"'
@@ -109,6 +111,9 @@ class LlamaCppChatClient:
         prefix_cache_dir: The folder of the on-disk prefix cache; ``None`` uses ``~/.ironhive/cache/llamacpp-prefix``
             (under ``HOME``).
         prefix_cache_max_bytes: The bound of the on-disk prefix cache (512 MiB by default); ``0`` turns it off.
+        compact_tools: Offer tools the small-model way (fewer built-in tools, short descriptions: see
+            :func:`~ironhive.adapters.llamacpp.tool_calling.tool_instructions`); ``None`` decides by the model file's
+            size (under 1 GiB, about two billion parameters at 4 bits, counts as small — the bundled model is 0.1 GB).
         worker_command: The worker's command line (tests); the worker module under this interpreter when omitted.
 
     Raises:
@@ -128,6 +133,7 @@ class LlamaCppChatClient:
         on_progress: ProgressCallback | None = None,
         prefix_cache_dir: Path | None = None,
         prefix_cache_max_bytes: int = DEFAULT_MAX_BYTES,
+        compact_tools: bool | None = None,
         worker_command: Sequence[str] | None = None,
     ) -> None:
         if n_ctx is not None and n_ctx < 1:
@@ -143,6 +149,7 @@ class LlamaCppChatClient:
             if not path.is_file():
                 raise ConfigurationError(f"The local model file {path} does not exist")
         self._model_path = path
+        self._compact_tools = path.stat().st_size < SMALL_MODEL_BYTES if compact_tools is None else compact_tools
         trained = gguf_trained_context(path)
         if n_ctx is None:
             n_ctx = min(auto_context_length(total_ram_bytes()), trained or UNKNOWN_TRAINED_CONTEXT)
@@ -285,9 +292,12 @@ class LlamaCppChatClient:
 
     async def _stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncGenerator[ChatUpdate, None]:
         plan = plan_tools(options)
+        if plan is not None and self._compact_tools:
+            plan = plan.for_small_model()
         llama_messages = to_llama_messages(messages, json_turns=plan is not None)
         if plan is not None:
-            llama_messages = with_tool_instructions(llama_messages, tool_instructions(plan))
+            instructions = tool_instructions(plan, compact=self._compact_tools)
+            llama_messages = with_tool_instructions(llama_messages, instructions)
         settings = completion_settings(options, seed=self._seed)
         grammar = response_grammar(plan) if plan is not None else None
         decoder = ReplyDecoder(plan, self._id_factory) if plan is not None else None

@@ -48,6 +48,20 @@ class ToolPlan:
         """The callable tool called ``name``, if there is one."""
         return next((tool for tool in self.tools if tool.name == name), None)
 
+    def for_small_model(self) -> ToolPlan:
+        """The plan without the built-in tools a small model cannot use well (see ``SMALL_MODEL_SKIPS``).
+
+        A plan with one tool (``require:<tool>``) is kept whole, and so is a plan that would lose every tool.
+        """
+        kept = tuple(tool for tool in self.tools if tool.name not in SMALL_MODEL_SKIPS)
+        return self if len(self.tools) == 1 or not kept else ToolPlan(tools=kept, allow_answer=self.allow_answer)
+
+
+SMALL_MODEL_SKIPS: Final = frozenset({"edit_file", "manage_todo", "glob_files"})
+"""Built-in tools left out for a small model: an exact-text edit and a todo list are beyond a model of a few hundred
+million parameters (write_file and grep_files serve instead), and every tool listed costs prompt tokens and grammar
+work on each generated token."""
+
 
 def plan_tools(options: ChatOptions) -> ToolPlan | None:
     """Decide how a call uses tools, from its options.
@@ -157,16 +171,18 @@ def _gbnf(schema_json: str) -> str:
     return str(json_schema_to_gbnf(schema_json))
 
 
-def tool_instructions(plan: ToolPlan) -> str:
+def tool_instructions(plan: ToolPlan, *, compact: bool = False) -> str:
     """The system-prompt text that names the tools and the exact reply format.
 
     Each callable tool is listed with its description and one line per parameter (type, whether required, default,
     allowed values, description); a parameter with a structured schema (objects, arrays, unions) shows that schema as
     compact JSON. Lines are cheaper for a small model to read than whole schemas, and the grammar enforces the
-    structure anyway.
+    structure anyway. ``compact`` (for small models) keeps the first sentence of each description and one line of
+    parameter names and types per tool.
 
     Args:
         plan: The call's tool plan.
+        compact: Write the short form.
 
     Returns:
         The instructions.
@@ -190,9 +206,39 @@ def tool_instructions(plan: ToolPlan) -> str:
         rules = ["You must call one of the tools. Reply with exactly one JSON object and nothing else:", call_format]
     listing = ["", "Tools:"]
     for tool in plan.tools:
+        if compact:
+            listing.append(f"- {tool.name}: {_first_sentence(tool.description) or '(no description)'}")
+            listing.append(f"  arguments: {_short_parameters(tool.parameters)}")
+            continue
         listing.append(f"- {tool.name}: {_one_line(tool.description) or '(no description)'}")
         listing.extend(f"  {line}" for line in _parameter_lines(tool.parameters))
     return "\n".join([*rules, *listing])
+
+
+def _first_sentence(text: str) -> str:
+    line = _one_line(text)
+    end = line.find(". ")
+    return line if end < 0 else line[: end + 1]
+
+
+def _short_parameters(schema: Mapping[str, JsonValue]) -> str:
+    """``path (string), recursive (boolean, optional)``: names, simple types and what is optional."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return _compact(schema) if schema.get("type") != "object" or len(schema) > 1 else "none"
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    shown = []
+    for name, prop in properties.items():
+        kind = prop.get("type") if isinstance(prop, Mapping) else None
+        enum = prop.get("enum") if isinstance(prop, Mapping) else None
+        facts = ["|".join(_compact(value) for value in enum)] if isinstance(enum, list) else []
+        if not facts:
+            facts = [kind if isinstance(kind, str) and kind in _SIMPLE_TYPES else "json"]
+        if name not in needed:
+            facts.append("optional")
+        shown.append(f"{name} ({', '.join(facts)})")
+    return ", ".join(shown) or "none"
 
 
 def _parameter_lines(schema: Mapping[str, JsonValue]) -> list[str]:

@@ -669,3 +669,55 @@ async def test_a_grammar_llama_cpp_cannot_parse_is_an_error_not_a_crash(
     monkeypatch.undo()
     response = await greedy_client.get_response(messages, ChatOptions(temperature=0.0, max_output_tokens=4))
     assert response.message.text
+
+
+def test_a_small_model_plan_leaves_out_the_tools_beyond_it(builtin_specs: tuple[ToolSpec, ...]) -> None:
+    from ironhive.adapters.llamacpp.tool_calling import SMALL_MODEL_SKIPS
+
+    full = ToolPlan(tools=builtin_specs, allow_answer=True)
+    small = full.for_small_model()
+
+    assert {tool.name for tool in small.tools} == {tool.name for tool in builtin_specs} - SMALL_MODEL_SKIPS
+    assert small.allow_answer and {"read_file", "write_file", "execute_command"} <= {tool.name for tool in small.tools}
+    edit = next(tool for tool in builtin_specs if tool.name == "edit_file")
+    required = ToolPlan(tools=(edit,), allow_answer=False)
+    assert required.for_small_model() == required  # a tool the caller requires stays
+    only_skipped = ToolPlan(tools=tuple(t for t in builtin_specs if t.name in SMALL_MODEL_SKIPS), allow_answer=True)
+    assert only_skipped.for_small_model() == only_skipped  # never a plan without tools
+
+
+def test_compact_instructions_name_every_tool_and_argument_in_far_fewer_words(
+    builtin_specs: tuple[ToolSpec, ...],
+) -> None:
+    plan = ToolPlan(tools=builtin_specs, allow_answer=True)
+    full = tool_instructions(plan)
+    compact = tool_instructions(plan, compact=True)
+
+    assert len(compact.split()) < 0.5 * len(full.split())
+    for tool in builtin_specs:
+        assert f"- {tool.name}: " in compact
+        properties = tool.parameters.get("properties")
+        assert isinstance(properties, dict)
+        for name in properties:
+            assert f"{name} (" in compact
+    assert "path (string)" in compact and "recursive (boolean, optional)" in compact
+
+
+@pytest.mark.local_model
+async def test_the_bundled_model_gets_the_compact_prompt(builtin_specs: tuple[ToolSpec, ...], tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    from ironhive.adapters.llamacpp.client import LlamaCppChatClient
+
+    options = ChatOptions(tools=builtin_specs, temperature=0.0, max_output_tokens=4)
+    messages = (ChatMessage.of_text(Role.USER, "Say hello"),)
+    counts: dict[bool | None, int] = {}
+    for compact in (None, False):
+        client = LlamaCppChatClient(n_ctx=4096, compact_tools=compact, prefix_cache_max_bytes=0)
+        try:
+            await client.get_response(messages, options)
+            assert client.last_run is not None
+            counts[compact] = client.last_run.prompt_tokens
+        finally:
+            client.close()
+
+    assert counts[None] < 0.5 * counts[False]  # the bundled model is small: compact by default, in tokens
