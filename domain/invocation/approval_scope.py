@@ -22,8 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ironhive.domain.permissions.command_forms import command_forms
+from ironhive.domain.permissions.command_risks import unsafe_reason
 from ironhive.domain.permissions.policy import normalize_tool_name
-from ironhive.domain.permissions.shell import ShellParseError, split_shell_command
+from ironhive.domain.permissions.shell import ShellParseError, parse_shell_command, split_shell_command
 from ironhive.ports.chat import JsonValue
 
 SHELL_TOOLS = frozenset({"execute_command", "shell"})
@@ -126,6 +128,7 @@ def command_pattern(part: str) -> str:
     program = words[0]
     if (
         _UNSAFE_TAIL.search(part)
+        or _risky(part)
         or _ASSIGNMENT.match(program)
         or not _PLAIN_PROGRAM.fullmatch(program)
         or program.rsplit("/", 1)[-1] in _RUNNER_PROGRAMS
@@ -147,7 +150,17 @@ def pattern_covers(pattern: str, part: str) -> bool:
         return True
     if not part.startswith(prefix + " "):
         return False
-    return _UNSAFE_TAIL.search(part[len(prefix) :]) is None
+    return _UNSAFE_TAIL.search(part[len(prefix) :]) is None and not _risky(part)
+
+
+def _risky(part: str) -> bool:
+    """Whether the rules would ask about ``part`` whatever allowed it (an option that runs or writes elsewhere, a
+    write into ``.git``/``.ironhive``): such a command is only ever covered by its exact text."""
+    try:
+        commands = parse_shell_command(part)
+    except ShellParseError:
+        return True
+    return any(unsafe_reason(command, command_forms(command.words)) for command in commands)
 
 
 def scope_covers(scope: ApprovalScope, tool_name: str, arguments: Mapping[str, JsonValue], judged: str | None) -> bool:

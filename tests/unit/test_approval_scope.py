@@ -12,6 +12,7 @@ from ironhive.domain.invocation.approval_scope import (
     ScopeKind,
     approval_scope,
     command_pattern,
+    pattern_covers,
 )
 from ironhive.ports.chat import JsonValue
 
@@ -172,3 +173,21 @@ def test_echo_star_never_covers_a_line_with_more_than_echo(line: str) -> None:
 def test_echo_star_covers_echo_with_plain_arguments(arguments: list[str]) -> None:
     scopes = remembered("execute_command", command="echo hi")
     assert scopes.covers("execute_command", {"command": " ".join(["echo", *arguments])})
+
+
+@pytest.mark.parametrize(
+    "risky",
+    [
+        "git log --output=/tmp/pwned",
+        "git log --out=/tmp/pwned",
+        "git diff --ext-diff",
+        "cargo build --config x",
+        "npm test --script-shell=/tmp/sh",
+        "cp notes.txt .ironhive/permissions.yaml",
+    ],
+)
+def test_an_option_that_runs_or_writes_elsewhere_is_never_covered_by_a_prefix(risky: str) -> None:
+    program = " ".join(risky.split(" ")[:2]) if risky.split(" ")[0] in ("git", "cargo", "npm") else risky.split(" ")[0]
+
+    assert not pattern_covers(program + " *", risky)
+    assert command_pattern(risky) == risky  # "always" on it remembers only the exact text
