@@ -10,7 +10,7 @@ from ironhive.domain.errors import LocalModelCrashedError
 
 SETTING: Final = "lmsupply.extraBufferTypes: false"
 """The config.yaml setting that loads the model without llama.cpp's extra buffer types (AMX, repacked weights)."""
-SET_COMMAND: Final = "ironhive config set lmsupply.extraBufferTypes false"
+SET_COMMAND: Final = "ironhive set lmsupply.extraBufferTypes false"
 
 
 def crash_error(

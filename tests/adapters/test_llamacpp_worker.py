@@ -252,7 +252,7 @@ async def test_a_native_crash_is_an_error_naming_the_cause_and_the_setting(
     assert "SIGSEGV" in message and "segmentation fault" in message
     assert f"while {stage}" in message
     assert "llama.cpp" in message and "CPU instructions" in message
-    assert SETTING in message and "ironhive config set lmsupply.extraBufferTypes false" in message
+    assert SETTING in message and "ironhive set lmsupply.extraBufferTypes false" in message
 
 
 def test_the_crash_message_when_extra_buffers_were_already_off() -> None:
