@@ -167,7 +167,8 @@ class LlamaCppChatClient:
         self._worker: WorkerProcess | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._active_lock = threading.Lock()
-        self._active: tuple[WorkerProcess, int] | None = None
+        # The running request: its worker, its id and the stop event of the call that sent it.
+        self._active: tuple[WorkerProcess, int, threading.Event] | None = None
         self._load_parameters: dict[str, Any] | None = None
         self._decision: object = None  # the last worker's use_extra_bufts, as it announced before loading
         self._last_run: LocalRunStats | None = None
@@ -331,8 +332,9 @@ class LlamaCppChatClient:
         stop.set()
         with self._active_lock:
             active = self._active
-        if active is not None:
-            worker, request_id = active
+        # Only this call's own request: the running one may already belong to the next call.
+        if active is not None and active[2] is stop:
+            worker, request_id, _ = active
             worker.send({"op": "stop", "id": request_id})
 
     def _generate(
@@ -351,7 +353,7 @@ class LlamaCppChatClient:
                 worker = self._ready()
                 request_id = worker.next_id()
                 with self._active_lock:
-                    self._active = (worker, request_id)
+                    self._active = (worker, request_id, stop)
                 try:
                     request: _Frame = {
                         "op": "generate",
