@@ -107,7 +107,9 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
         entries: updateTool(state.entries, (tool) => tool.key === key, (tool) => ({
           ...tool,
           status: "running",
-          decision: action.decision,
+          // An edited call is asked about again (the agent judges the new arguments); approving that question
+          // keeps the record that the human edited it.
+          decision: tool.decision === "approved with edits" && action.decision === "approved" ? tool.decision : action.decision,
           // modified_arguments replace the named arguments; the card shows the call as it will run.
           input: action.input && isObject(tool.input) ? { ...tool.input, ...action.input } : (action.input ?? tool.input),
         })),

@@ -172,6 +172,17 @@ async function scenario(page) {
   assert.equal((await page.getByTestId("approval-approve").innerText()).trim(), "Approve edited call");
   await shot(page, "05-editing-arguments");
   await page.getByTestId("approval-approve").click();
+  // The agent judges the edited call by its rules again: a write is asked about, now with the edited arguments.
+  await page.waitForFunction(
+    () => {
+      const area = document.querySelector('[data-testid="approval-arguments"]');
+      const button = document.querySelector('[data-testid="approval-approve"]');
+      return Boolean(area && button && /edited\.md/.test(area.value) && button.textContent.trim() === "Approve");
+    },
+    null,
+    { timeout: 20000 },
+  );
+  await page.getByTestId("approval-approve").click();
   await waitForTurnEnd(page);
   const editedCard = lastAnswer(page).getByTestId("tool-card");
   assert.equal(await editedCard.getAttribute("data-status"), "succeeded");
