@@ -30,9 +30,8 @@ def work(tmp_path: Path) -> Path:
 
 
 def run(tmp_path: Path, work: Path, finish_reason: str | None, *flags: str) -> tuple[str, str]:
-    done = run_ironhive(
-        "--provider", "scripted", "-m", str(script(tmp_path, finish_reason)), "-p", "go", *flags, cwd=work, home=tmp_path
-    )
+    model = str(script(tmp_path, finish_reason))
+    done = run_ironhive("--provider", "scripted", "-m", model, "-p", "go", *flags, cwd=work, home=tmp_path)
     assert done.returncode == 0, done.stderr
     return done.stdout, done.stderr
 
@@ -47,7 +46,7 @@ def test_text_mode_notes_it_on_stderr_and_keeps_stdout_the_answer(tmp_path: Path
 
 def test_a_normal_stop_adds_nothing(tmp_path: Path, work: Path) -> None:
     stdout, stderr = run(tmp_path, work, None)
-    assert "cut short" not in stderr
+    assert stdout.strip() == "A partial answer" and "cut short" not in stderr
 
     as_json = json.loads(run(tmp_path, work, None, "-o", "json")[0])
     assert "finishReason" not in as_json
