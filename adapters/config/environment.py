@@ -13,35 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-ENVIRONMENT_VARIABLES: dict[str, tuple[str, str]] = {
-    "GPUSTACK_ENDPOINT": ("gpuStack", "endpoint"),
-    "GPUSTACK_API_KEY": ("gpuStack", "apiKey"),
-    "GPUSTACK_MODEL": ("gpuStack", "model"),
-    "GPUSTACK_EMBEDDING_MODEL": ("gpuStack", "embeddingModel"),
-    "GPUSTACK_RERANK_MODEL": ("gpuStack", "rerankModel"),
-    "OPENAI_API_KEY": ("openai", "apiKey"),
-    "OPENAI_MODEL": ("openai", "model"),
-    "OPENAI_ENDPOINT": ("openai", "endpoint"),
-    "ANTHROPIC_API_KEY": ("anthropic", "apiKey"),
-    "ANTHROPIC_MODEL": ("anthropic", "model"),
-    "GOOGLE_API_KEY": ("googleai", "apiKey"),
-    "GOOGLEAI_API_KEY": ("googleai", "apiKey"),  # after its alias, so it wins when both are set
-    "GOOGLEAI_MODEL": ("googleai", "model"),
-    "XAI_API_KEY": ("xai", "apiKey"),
-    "XAI_MODEL": ("xai", "model"),
-    "XAI_ENDPOINT": ("xai", "endpoint"),
-    "AZURE_OPENAI_ENDPOINT": ("azureopenai", "endpoint"),
-    "AZURE_OPENAI_API_KEY": ("azureopenai", "apiKey"),
-    "AZURE_OPENAI_DEPLOYMENT": ("azureopenai", "deploymentName"),
-    "OLLAMA_ENDPOINT": ("ollama", "endpoint"),
-    "OLLAMA_MODEL": ("ollama", "model"),
-    "OLLAMA_ENABLED": ("ollama", "enabled"),
-    "LMSTUDIO_ENDPOINT": ("lmstudio", "endpoint"),
-    "LMSTUDIO_MODEL": ("lmstudio", "model"),
-    "LMSTUDIO_ENABLED": ("lmstudio", "enabled"),
-    "LMSUPPLY_ENABLED": ("lmsupply", "enabled"),
-}
-"""Variable → (section, key), in the order they are applied."""
+from ironhive.adapters.provider_registry import environment_variables
+
+ENVIRONMENT_VARIABLES: dict[str, tuple[str, str]] = environment_variables()
+"""Variable → (section, key), in the order they are applied: each provider's spec declares its own."""
 
 
 def environment_layer(values: Mapping[str, str]) -> dict[str, Any]:

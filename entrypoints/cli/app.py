@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from cyclopts import App, Parameter
 
 from ironhive import __version__
+from ironhive.adapters.provider_registry import provider_names_help
 from ironhive.cli.config_commands import register as register_config_commands
 from ironhive.cli.doctor import register as register_doctor
 from ironhive.cli.mcp_commands import register as register_mcp_commands
@@ -27,13 +28,16 @@ app = App(
 
 OutputFormat = Literal["text", "json", "jsonl"]
 
+PROVIDER_HELP = f"Provider to use (default: the first configured): {provider_names_help()}."
+"""The ``--provider`` help: every registered provider with its aliases."""
+
 
 @app.default
 def chat(
     *,
     prompt: Annotated[str | None, Parameter(name=["-p", "--prompt"], help="Run this one prompt and exit.")] = None,
     model: Annotated[str | None, Parameter(name=["-m", "--model"], help="Model to use (or provider/model).")] = None,
-    provider: Annotated[str | None, Parameter(help="Provider to use: openai, local (lmsupply), scripted.")] = None,
+    provider: Annotated[str | None, Parameter(help=PROVIDER_HELP)] = None,
     output: Annotated[OutputFormat, Parameter(name=["-o", "--output"], help="Output format.")] = "text",
     plain: Annotated[bool, Parameter(help="Plain text output without ANSI formatting.")] = False,
     no_stream: Annotated[bool, Parameter(help="Wait for the complete response instead of streaming.")] = False,
@@ -97,7 +101,7 @@ def run(
     *,
     prompt: Annotated[str | None, Parameter(name=["-p", "--prompt"], help="The prompt.")] = None,
     model: Annotated[str | None, Parameter(name=["-m", "--model"], help="Model to use (or provider/model).")] = None,
-    provider: Annotated[str | None, Parameter(help="Provider to use: openai, local (lmsupply), scripted.")] = None,
+    provider: Annotated[str | None, Parameter(help=PROVIDER_HELP)] = None,
     show_tokens: Annotated[bool, Parameter(help="Show token usage.")] = False,
     show_thinking: Annotated[bool, Parameter(help="Show the model's thinking/reasoning.")] = False,
     json: Annotated[bool, Parameter(help="Output the response as JSON.")] = False,

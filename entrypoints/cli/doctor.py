@@ -15,23 +15,11 @@ from cyclopts import App, Parameter
 
 if TYPE_CHECKING:
     from ironhive.adapters.config.schema import IronHiveConfig
-    from ironhive.adapters.diagnostics.connectivity import ModelEndpoint
     from ironhive.adapters.diagnostics.report import Check, CheckStatus, DoctorReport
+    from ironhive.adapters.provider_spec import ProviderSpec
 
 CONNECTIVITY_LIMIT = 3
 """How many configured remote providers are asked for their models (the first ones in selection order)."""
-
-SECTIONS = {
-    "gpustack": "gpuStack",
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "google": "googleai",
-    "xai": "xai",
-    "ollama": "ollama",
-    "lmstudio": "lmstudio",
-    "azure": "azureopenai",
-}
-"""Each remote provider's config section (the hints name ``googleai.apiKey``, the key the loader reads)."""
 
 _PLACEHOLDERS = {"apiKey": "<key>", "model": "<model>", "deploymentName": "<deployment>", "endpoint": "<url>"}
 _MISSING = {"apiKey": "API key not set", "model": "Model not specified", "deploymentName": "Model not specified"}
@@ -131,13 +119,15 @@ def provider_checks(config: IronHiveConfig, *, verbose: bool) -> list[Check]:
     Returns:
         The Providers checks.
     """
-    from ironhive.providers import PRIORITY, is_configured
+    from ironhive.adapters.provider_registry import remote_specs
+    from ironhive.providers import is_configured
 
-    checks = [check for name in PRIORITY if (check := _provider_check(name, config)) is not None]
-    untouched = [name for name in PRIORITY if _untouched(name, config)]
+    specs = remote_specs()
+    checks = [check for spec in specs if (check := _provider_check(spec, config)) is not None]
+    untouched = [spec.name for spec in specs if _untouched(spec, config)]
     if verbose and untouched:
         checks.append(_provider("Not configured", "pass", ", ".join(untouched)))
-    remote = [name for name in PRIORITY if is_configured(name, config)]
+    remote = [spec.name for spec in specs if spec.automatic and spec.is_configured(config)]
     local = is_configured("lmsupply", config)
     if remote:
         fallback = "; local inference (lmsupply) is available with --provider local" if local else ""
@@ -169,108 +159,46 @@ def connectivity_checks(
         The Connectivity checks.
     """
     from ironhive.adapters.diagnostics import connectivity
-    from ironhive.adapters.diagnostics.local_model import local_model_check
     from ironhive.adapters.diagnostics.report import CONNECTIVITY, Check
-    from ironhive.providers import PRIORITY, is_configured
+    from ironhive.adapters.provider_registry import SPECS
 
-    remote = [name for name in PRIORITY if is_configured(name, config)]
-    endpoints = [_endpoint(name, config, environ) for name in remote[:CONNECTIVITY_LIMIT]]
-    checks = connectivity.connectivity_checks(endpoints)
-    if len(remote) > CONNECTIVITY_LIMIT:
-        skipped = ", ".join(remote[CONNECTIVITY_LIMIT:])
+    configured = [spec for spec in SPECS if spec.is_configured(config)]
+    endpoints = [endpoint for spec in configured if (endpoint := spec.model_endpoint(config, environ)) is not None]
+    checks = connectivity.connectivity_checks(endpoints[:CONNECTIVITY_LIMIT])
+    if len(endpoints) > CONNECTIVITY_LIMIT:
+        skipped = ", ".join(endpoint.provider for endpoint in endpoints[CONNECTIVITY_LIMIT:])
         message = f"Not asked: {skipped} (doctor asks the first {CONNECTIVITY_LIMIT} providers)"
         checks.append(Check(category=CONNECTIVITY, name="Other providers", status="pass", message=message))
-    if is_configured("lmsupply", config):
-        checks.extend(local_model_check(config.lmsupply, home=home, environ=environ, verbose=verbose))
+    for spec in configured:
+        if spec.local_check is not None:
+            checks.extend(spec.local_check(config, home, environ, verbose))
     return checks
 
 
-def _endpoint(name: str, config: IronHiveConfig, environ: Mapping[str, str]) -> ModelEndpoint:
-    from ironhive.adapters.diagnostics.connectivity import (
-        anthropic_endpoint,
-        gemini_endpoint,
-        openai_compatible_endpoint,
-    )
-    from ironhive.providers import gpustack_base_url, ollama_base_url
-
-    match name:
-        case "anthropic":
-            anthropic = config.anthropic
-            return anthropic_endpoint(anthropic.api_key or "", anthropic.model, environ, anthropic.endpoint)
-        case "google":
-            google = config.googleai
-            return gemini_endpoint(google.api_key or "", google.model, environ, google.endpoint)
-        case "gpustack":
-            gpu = config.gpu_stack
-            base, key, model = gpustack_base_url(gpu.endpoint or ""), gpu.api_key, gpu.model
-        case "openai":
-            base, key, model = config.openai.endpoint, config.openai.api_key, config.openai.model
-        case "xai":
-            base, key, model = config.xai.endpoint, config.xai.api_key, config.xai.model
-        case "ollama":
-            base, key, model = ollama_base_url(config.ollama.endpoint), None, config.ollama.model
-        case "lmstudio":
-            base, key, model = config.lmstudio.endpoint, None, config.lmstudio.model
-        case _:  # azure: the v1 API lists base models, not deployments, so the deployment is not looked for
-            azure = config.azureopenai
-            return openai_compatible_endpoint(
-                name,
-                (azure.endpoint or "").rstrip("/") + "/openai/v1",
-                None,
-                None,
-                headers={"api-key": azure.api_key or ""},
-                key_setting="azureopenai.apiKey",
-                endpoint_setting="azureopenai.endpoint",
-            )
-    section = SECTIONS[name]
-    return openai_compatible_endpoint(
-        name, base, key, model, key_setting=f"{section}.apiKey" if key else None, endpoint_setting=f"{section}.endpoint"
-    )
+def _untouched(spec: ProviderSpec, config: IronHiveConfig) -> bool:
+    """Whether nothing at all is set for ``spec`` (its switch is off, or none of its required keys is set)."""
+    values = spec.settings(config)
+    if spec.switch is not None:
+        return values.get(spec.switch) is not True
+    return not any(values.get(key) for key in spec.required)
 
 
-def _untouched(name: str, config: IronHiveConfig) -> bool:
-    """Whether nothing at all is set for provider ``name`` (not enabled, or none of its required keys)."""
-    if name in ("ollama", "lmstudio"):
-        return not (config.ollama if name == "ollama" else config.lmstudio).enabled
-    return not any(_required(name, config).values())
-
-
-def _provider_check(name: str, config: IronHiveConfig) -> Check | None:
-    if _untouched(name, config):
+def _provider_check(spec: ProviderSpec, config: IronHiveConfig) -> Check | None:
+    if _untouched(spec, config):
         return None
-    section = SECTIONS[name]
-    if name in ("ollama", "lmstudio"):
-        local_server = config.ollama if name == "ollama" else config.lmstudio
-        if not local_server.model:
+    name, section, values = spec.name, spec.section, spec.settings(config)
+    if spec.switch is not None:
+        endpoint, model = values.get("endpoint"), values.get("model")
+        if not model:
             hint = f"Set it: `ironhive set {section}.model <model>`."
-            return _provider(name, "warning", f"Model not specified (endpoint {local_server.endpoint})", hint)
-        return _provider(name, "pass", f"Enabled: model {local_server.model} at {local_server.endpoint}")
-    required = _required(name, config)
-    missing = [key for key, value in required.items() if not value]
+            return _provider(name, "warning", f"Model not specified (endpoint {endpoint})", hint)
+        return _provider(name, "pass", f"Enabled: model {model} at {endpoint}")
+    missing = [key for key in spec.required if not values.get(key)]
     if missing:
         problems = "; ".join(dict.fromkeys(_MISSING.get(key, f"{section}.{key} not set") for key in missing))
         commands = " and ".join(f"`ironhive set {section}.{key} {_PLACEHOLDERS[key]}`" for key in missing)
         return _provider(name, "warning", problems, f"Set {commands}.")
-    model = required.get("model") or required.get("deploymentName")
-    return _provider(name, "pass", f"Configured: model {model}")
-
-
-def _required(name: str, config: IronHiveConfig) -> dict[str, str | None]:
-    """The keys a provider needs, with their values (``None`` or empty when missing)."""
-    match name:
-        case "gpustack":
-            gpu = config.gpu_stack
-            return {"endpoint": gpu.endpoint, "apiKey": gpu.api_key, "model": gpu.model}
-        case "azure":
-            azure = config.azureopenai
-            return {"endpoint": azure.endpoint, "apiKey": azure.api_key, "deploymentName": azure.deployment_name}
-        case "openai":
-            return {"apiKey": config.openai.api_key, "model": config.openai.model}
-        case "anthropic":
-            return {"apiKey": config.anthropic.api_key, "model": config.anthropic.model}
-        case "google":
-            return {"apiKey": config.googleai.api_key, "model": config.googleai.model}
-    return {"apiKey": config.xai.api_key, "model": config.xai.model}
+    return _provider(name, "pass", f"Configured: model {spec.default_model(config)}")
 
 
 def _provider(name: str, status: CheckStatus, message: str, hint: str | None = None) -> Check:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ironhive import __version__
+from ironhive.adapters.provider_registry import provider_names_help
 from ironhive.cli.render import Renderer, TextRenderer
 from ironhive.cli.statistics import SessionStatistics
 from ironhive.domain.agent_loop import AgentLoop
@@ -34,9 +35,10 @@ Commands:
   /clear      start a new conversation
   exit, quit  leave (Ctrl+C cancels a running request; twice leaves)"""
 
-MODEL_HELP = """\
-The model is chosen at start-up. To switch, leave and start again with -m/--model <model> and/or
---provider <openai|local|lmsupply|scripted>, e.g.: ironhive --provider local"""
+MODEL_HELP = f"""\
+The model is chosen at start-up. To switch, leave and start again with -m/--model <model> (or <provider>/<model>)
+and/or --provider <name>, e.g.: ironhive --provider local
+Providers (aliases): {provider_names_help()}"""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import App, Parameter
@@ -21,10 +21,7 @@ from cyclopts import App, Parameter
 if TYPE_CHECKING:
     from ironhive.adapters.config.schema import IronHiveConfig
     from ironhive.domain.model_listing import ListingRequest, ProviderListing
-    from ironhive.ports.models import ListedModel, ModelLister
-
-LISTING_ORDER = ("gpustack", "openai", "anthropic", "google", "xai", "azure", "ollama", "lmstudio", "lmsupply")
-"""The providers ``ironhive models`` lists, in this order, when they are configured."""
+    from ironhive.ports.models import ListedModel
 
 LIST_TIMEOUT_SECONDS = 10.0
 """How long one provider's listing may take."""
@@ -84,117 +81,36 @@ def models(
 
 
 def providers_to_list(provider: str | None, config: IronHiveConfig) -> list[str]:
-    """The providers to list: the one named (aliases allowed), else every configured one in listing order.
+    """The providers to list: the one named (aliases allowed), else every configured one in registry order.
 
     Raises:
         ConfigurationError: The named provider is unknown, or known but not configured.
     """
+    from ironhive.adapters.provider_registry import SPECS, spec_of
     from ironhive.domain.errors import ConfigurationError
-    from ironhive.providers import PROVIDERS, canonical, is_configured
 
     if provider is None:
-        return [name for name in LISTING_ORDER if is_configured(name, config)]
-    name = canonical(provider)
-    if name not in PROVIDERS:
-        raise ConfigurationError(f"Provider '{provider}' not found. Available: {', '.join(PROVIDERS)}")
-    if not is_configured(name, config):
+        return [spec.name for spec in SPECS if spec.listed and spec.is_configured(config)]
+    spec = spec_of(provider)
+    if not spec.is_configured(config):
         raise ConfigurationError(f"Provider '{provider}' is not available or configured.")
-    return [name]
+    return [spec.name]
 
 
 def listing_request(name: str, config: IronHiveConfig, *, home: Path) -> ListingRequest:
     """What to list for one configured provider: its lister (SDK imported now) and its configured model."""
+    from ironhive.adapters.provider_registry import spec_of
     from ironhive.domain.errors import ConfigurationError
     from ironhive.domain.model_listing import ListingRequest
 
-    default = _configured_model(name, config)
+    spec = spec_of(name)
+    default = spec.default_model(config)
     try:
-        lister = _lister(name, config, home)
+        lister = spec.model_lister(config, home=home, timeout=LIST_TIMEOUT_SECONDS)
     except ConfigurationError as error:
         sys.stderr.write(f"Warning: cannot list the models of {name}: {error}\n")
         lister = None
     return ListingRequest(provider=name, lister=lister, default_model=default)
-
-
-def _configured_model(name: str, config: IronHiveConfig) -> str | None:
-    from ironhive.providers import connection
-
-    if name == "lmsupply":
-        return _local_default(config)
-    if name == "scripted":
-        return "echo"
-    settings = connection(name, config)
-    return settings.model if settings is not None else None
-
-
-def _lister(name: str, config: IronHiveConfig, home: Path) -> ModelLister | None:
-    from ironhive.providers import connection
-
-    if name == "lmsupply":
-        return _local_lister(config, home)
-    settings = connection(name, config)
-    if settings is None:
-        return None
-    if settings.wire == "anthropic":
-        from ironhive.adapters.anthropic.models import AnthropicModelLister
-
-        return AnthropicModelLister(api_key=settings.api_key, base_url=settings.base_url, timeout=LIST_TIMEOUT_SECONDS)
-    if settings.wire == "google":
-        from ironhive.adapters.google.models import GoogleGenAIModelLister
-
-        return GoogleGenAIModelLister(
-            api_key=settings.api_key, base_url=settings.base_url, timeout=LIST_TIMEOUT_SECONDS
-        )
-    from ironhive.adapters.openai.models import OpenAIModelLister
-
-    return OpenAIModelLister(
-        api_key=settings.api_key,
-        base_url=settings.base_url,
-        provider_name=name,
-        timeout=LIST_TIMEOUT_SECONDS,
-        default_headers=settings.headers,
-    )
-
-
-def _local_lister(config: IronHiveConfig, home: Path) -> ModelLister:
-    from ironhive.adapters.llamacpp.models import LlamaCppModelLister
-
-    section = config.lmsupply
-    files = [Path(section.model_path).expanduser()] if section.model_path else []
-    downloaded = _downloaded_model(config, home)
-    if downloaded is not None and downloaded.is_file():
-        files.append(downloaded)
-    return LlamaCppModelLister(model_files=files, include_bundled=True)
-
-
-def _downloaded_model(config: IronHiveConfig, home: Path) -> Path | None:
-    from ironhive.adapters.llamacpp.model_resolution import cached_model_path, default_model_cache
-    from ironhive.domain.errors import ConfigurationError
-
-    section = config.lmsupply
-    if not (section.hugging_face_repo and section.hugging_face_file):
-        return None
-    try:
-        return cached_model_path(default_model_cache(home), section.hugging_face_repo, section.hugging_face_file)
-    except ConfigurationError:
-        return None  # a malformed repository or file name: the run reports it, and the listing shows the name only
-
-
-def _local_default(config: IronHiveConfig) -> str | None:
-    """The local model a run would load: ``modelPath``, else the Hugging Face file, else the bundled model."""
-    from ironhive.adapters.llamacpp.model_files import bundled_model_path
-    from ironhive.adapters.llamacpp.models import local_model_id
-    from ironhive.domain.errors import ConfigurationError
-
-    section = config.lmsupply
-    if section.model_path:
-        return local_model_id(Path(section.model_path).expanduser())
-    if section.hugging_face_file:
-        return PurePosixPath(section.hugging_face_file).stem
-    try:
-        return local_model_id(bundled_model_path())
-    except ConfigurationError:
-        return None
 
 
 def _failure_note(listing: ProviderListing) -> str:
