@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -11,6 +11,7 @@ from ironhive.domain.context.manager import ContextManager, PreparedContext
 from ironhive.domain.errors import ContextOverflowError, ToolError
 from ironhive.domain.invocation.pipeline import ToolInvocation, ToolInvocationPipeline
 from ironhive.domain.options import ChatBehavior, merge_options
+from ironhive.domain.sync_runner import Finalizer, SyncRunner
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
@@ -25,6 +26,7 @@ from ironhive.domain.turn import (
     TurnRecord,
     UsageChunk,
 )
+from ironhive.domain.turn_options import turn_override
 from ironhive.ports.chat import (
     ChatClient,
     ChatMessage,
@@ -76,6 +78,15 @@ class AgentLoop:
     Each turn appends the user message, calls the model, runs the tools it asks for (through the tool invocation
     pipeline) and calls the model again with their results, until it answers without tool calls. A turn is atomic in
     the history: a turn that fails or is cancelled leaves the history as it was.
+
+    Async code uses ``run``/``run_streaming``; synchronous code ``run_sync``/``run_streaming_sync``, which share one
+    private event loop (closed by ``close()``). Every method takes ``tools=[...]``, the registered tools (by name or
+    as the tool object) offered this turn::
+
+        turn = agent.run_sync("Weather in Paris?", tools=["weather"])
+        for chunk in agent.run_streaming_sync("And in Rome?"):
+            if isinstance(chunk, TextDelta):
+                print(chunk.text, end="")
     """
 
     def __init__(
@@ -104,6 +115,7 @@ class AgentLoop:
         self._observers = tuple(observers)
         self._context = context
         self._history: list[ChatMessage] = []
+        self._sync = SyncRunner()
 
     @property
     def history(self) -> tuple[ChatMessage, ...]:
@@ -127,33 +139,117 @@ class AgentLoop:
         """The configured options every turn starts from."""
         return self._options
 
-    async def run(self, prompt: str, options: ChatOptions | None = None) -> TurnRecord:
+    async def run(
+        self, prompt: str, options: ChatOptions | None = None, *, tools: Sequence[str | Tool] | None = None
+    ) -> TurnRecord:
         """Run one turn with non-streaming model calls.
 
         Args:
             prompt: The user's message.
             options: This turn's option override, merged field by field onto the configured options.
+            tools: The registered tools offered this turn, by name or as the tool object (``[]`` offers none);
+                replaces ``options.tools``.
 
         Returns:
             The turn record.
+
+        Raises:
+            TurnOptionsError: ``tools`` names a tool that is not registered.
         """
-        async with aclosing(self._turn(prompt, options, streaming=False)) as chunks:
+        override = self._override(options, tools)
+        async with aclosing(self._turn(prompt, override, streaming=False)) as chunks:
             async for chunk in chunks:
                 if isinstance(chunk, TurnCompleted):
                     return chunk.turn
         raise AssertionError("a turn always ends with TurnCompleted")  # pragma: no cover
 
-    def run_streaming(self, prompt: str, options: ChatOptions | None = None) -> AsyncGenerator[AgentChunk, None]:
+    def run_streaming(
+        self, prompt: str, options: ChatOptions | None = None, *, tools: Sequence[str | Tool] | None = None
+    ) -> AsyncGenerator[AgentChunk, None]:
         """Run one turn, streaming its chunks; the last chunk is a ``TurnCompleted``.
 
         Args:
             prompt: The user's message.
             options: This turn's option override, merged field by field onto the configured options.
+            tools: The registered tools offered this turn, by name or as the tool object (``[]`` offers none);
+                replaces ``options.tools``.
 
         Returns:
             An async generator of chunks (``aclose()`` it to stop early).
+
+        Raises:
+            TurnOptionsError: ``tools`` names a tool that is not registered (raised here, not when iterating).
         """
-        return self._turn(prompt, options, streaming=True)
+        return self._turn(prompt, self._override(options, tools), streaming=True)
+
+    def run_sync(
+        self, prompt: str, options: ChatOptions | None = None, *, tools: Sequence[str | Tool] | None = None
+    ) -> TurnRecord:
+        """``run`` for synchronous code: runs the turn on this agent's private event loop and returns its record.
+
+        Args:
+            prompt: The user's message.
+            options: This turn's option override, merged field by field onto the configured options.
+            tools: The registered tools offered this turn, by name or as the tool object (``[]`` offers none).
+
+        Returns:
+            The turn record.
+
+        Raises:
+            RuntimeError: Called while an event loop runs in this thread (async code, a notebook): use
+                ``await agent.run(...)`` there.
+            TurnOptionsError: ``tools`` names a tool that is not registered.
+        """
+        override = self._override(options, tools)
+        return self._sync.run(lambda: self.run(prompt, override), caller="run_sync", instead="await agent.run(...)")
+
+    def run_streaming_sync(
+        self, prompt: str, options: ChatOptions | None = None, *, tools: Sequence[str | Tool] | None = None
+    ) -> Generator[AgentChunk, None, None]:
+        """``run_streaming`` for synchronous code: an iterator of the same chunks, the last a ``TurnCompleted``.
+
+        The turn runs in one task on this agent's private event loop, at most one chunk ahead of the caller. Leaving
+        the loop early (``break``, an exception) cancels the turn and leaves the history as it was.
+
+        Args:
+            prompt: The user's message.
+            options: This turn's option override, merged field by field onto the configured options.
+            tools: The registered tools offered this turn, by name or as the tool object (``[]`` offers none).
+
+        Returns:
+            A generator of chunks (``close()`` it to stop early when not iterating it to the end in a ``for``).
+
+        Raises:
+            RuntimeError: Called while an event loop runs in this thread: use ``agent.run_streaming(...)`` there.
+            TurnOptionsError: ``tools`` names a tool that is not registered.
+        """
+        override = self._override(options, tools)
+        return self._sync.iterate(
+            lambda: self._turn(prompt, override, streaming=True),
+            caller="run_streaming_sync",
+            instead="async for chunk in agent.run_streaming(...)",
+        )
+
+    def close(self, *finalizers: Finalizer) -> None:
+        """Close the private event loop of the ``*_sync`` methods, after running ``finalizers`` on it.
+
+        Things bound to that loop (a provider's HTTP client used by ``run_sync``) must be closed on it: pass their
+        clean-up, e.g. ``agent.close(client.aclose)``. Idempotent; callable from async code too. A later ``*_sync``
+        call opens a new loop.
+
+        Args:
+            finalizers: Async clean-up steps, run one after another (on a fresh loop when none was opened).
+        """
+        self._sync.close(*finalizers)
+
+    def _override(self, options: ChatOptions | None, tools: Sequence[str | Tool] | None) -> ChatOptions | None:
+        if tools is None:
+            return options
+        if isinstance(tools, str):
+            tools = (tools,)
+        names = [tool if isinstance(tool, str) else tool.spec.name for tool in tools]
+        offered = turn_override(tuple(tool.spec for tool in self._tools.values()), tool_names=names).tools
+        return replace(options or ChatOptions(), tools=offered)
 
     async def _turn(
         self, prompt: str, override: ChatOptions | None, *, streaming: bool

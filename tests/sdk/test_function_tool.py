@@ -324,7 +324,7 @@ def test_any_json_arguments_validate_to_the_declared_types_or_raise_a_tool_argum
         result = asyncio.run(typed.invoke(arguments))
     except ToolArgumentError as error:
         assert error.parameter is not None
-        assert f"'{error.parameter}'" in str(error)
+        assert f"'{error.parameter}" in str(error)  # 'tags' or 'tags[0]'
     else:
         assert result == "ok"
 
