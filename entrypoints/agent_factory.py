@@ -12,34 +12,17 @@ from ironhive.adapters.config.loader import LoadedConfig, load_config
 from ironhive.adapters.config.private_files import secure_user_directory
 from ironhive.adapters.config.schema import IronHiveConfig, permission_rules, sandbox_section
 from ironhive.adapters.mcp.trust import TrustDecider
-from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.loader import load_permission_policy
-from ironhive.adapters.tools.provider import BuiltInToolProvider, PolicyReadRules
-from ironhive.adapters.tools.sandbox import CommandSandbox, SandboxSettings
+from ironhive.adapters.tools.sandbox import SandboxSettings
 from ironhive.container import IronHiveContainer
 from ironhive.domain.agent_loop import AgentLoop
-from ironhive.domain.context.budget import TokenBudgetChatClient
-from ironhive.domain.context.catalog import context_window
 from ironhive.domain.context.config import CompactionConfig
-from ironhive.domain.context.manager import ContextManager
-from ironhive.domain.context.summarizer import ModelSummarizer
-from ironhive.domain.context.tokens import DEFAULT_COUNTER, TokenCounter, count_messages
-from ironhive.domain.failover import ChainedProvider, FailoverChatClient, RetryPolicy
-from ironhive.domain.invocation.gate import ApprovalGateMiddleware
-from ironhive.domain.invocation.guards import (
-    ArgumentParseFailureMiddleware,
-    RepeatedCallGuardMiddleware,
-    RepeatedErrorGuardMiddleware,
-)
-from ironhive.domain.invocation.pipeline import ToolInvocationPipeline
-from ironhive.domain.invocation.resilient import ResilientArgumentsMiddleware
+from ironhive.domain.failover import RetryPolicy
 from ironhive.domain.options import ChatBehavior
 from ironhive.domain.permissions.modes import Mode, ModeStateMachine
-from ironhive.domain.permissions.policy import ToolCallPolicy
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
-from ironhive.optional_tools import OptionalTools, optional_tools
 from ironhive.ports.approval import ApprovalService
-from ironhive.ports.chat import ChatClient, ChatMessage, ChatOptions
+from ironhive.ports.chat import ChatClient, ChatOptions
 from ironhive.ports.tools import Tool
 from ironhive.providers import ProviderChoice, provider_chain, select_provider
 
@@ -136,12 +119,14 @@ class AgentSettings:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Agent:
-    """A built agent: the loop, the mode machine its approval gate reads, and the selected provider's client."""
+    """A built agent: the loop, the mode machine its approval gate reads, the selected provider's client, and the
+    container it was resolved from (its session store and execution log)."""
 
     loop: AgentLoop
     modes: ModeStateMachine
     client: ChatClient
     provider: ProviderChoice
+    container: IronHiveContainer
 
 
 @asynccontextmanager
@@ -161,87 +146,41 @@ async def open_agent(settings: AgentSettings, *, trust: TrustDecider | None = No
         yield await build_agent(settings, extra_tools=await plugins.get_tools())
 
 
+def agent_container(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()) -> IronHiveContainer:
+    """The container of a CLI run or server session: the default graph with this run's settings in its slots.
+
+    Raises:
+        ConfigurationError: A permission file or section is broken.
+    """
+    root = settings.working_directory.resolve()
+    return IronHiveContainer().override(
+        configuration=settings.config,
+        provider_choices=tuple(settings.providers),
+        working_directory=root,
+        permission_policy=load_permission_policy(root, settings.permissions_section),  # type: ignore[arg-type]
+        sandbox=settings.sandbox,
+        initial_mode=settings.initial_mode,
+        approval_service=settings.approval,
+        compaction=settings.compaction,
+        behavior=settings.behavior,
+        retry=settings.retry,
+        system_prompt=DEFAULT_SYSTEM_PROMPT,
+        options=CLI_OPTIONS,
+        provided_tools=tuple(extra_tools),
+    )
+
+
 async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()) -> Agent:
     """The agent of a CLI run or server session (without plugin servers; see ``open_agent``).
 
     Raises:
         ConfigurationError: A permission file or section is broken, or a provider cannot be built.
     """
-    root = settings.working_directory.resolve()
-    policy = load_permission_policy(root, settings.permissions_section)  # type: ignore[arg-type]
-    modes = ModeStateMachine(settings.initial_mode)
-    judge = ToolCallPolicy(policy, root, GitIgnorePathMatcher())
-    gate = ApprovalGateMiddleware(
-        judge,
-        settings.approval,
-        mode=lambda: modes.mode,
-        read_only_tools=policy.read_only_tools,
+    container = agent_container(settings, extra_tools=extra_tools)
+    return Agent(
+        loop=container.agent_loop(),
+        modes=container.modes(),
+        client=container.slots.primary_client(),
+        provider=settings.providers[0],
+        container=container,
     )
-    selected = settings.providers[0]
-    clients = [choice.build() for choice in settings.providers]  # builds no SDK client and loads no model yet
-    loops: list[AgentLoop] = []  # the loop, once built: the advisor reads its history
-    extras = (
-        optional_tools(
-            settings.config,
-            project=root,
-            client=clients[0],
-            provider=selected.name,
-            history=lambda: loops[0].history if loops else (),
-            system_prompt=DEFAULT_SYSTEM_PROMPT,
-        )
-        if settings.config is not None
-        else OptionalTools()
-    )
-    pipeline = ToolInvocationPipeline(
-        [
-            *extras.middlewares,
-            ArgumentParseFailureMiddleware(),
-            RepeatedCallGuardMiddleware(),
-            RepeatedErrorGuardMiddleware(),
-            gate,
-            ResilientArgumentsMiddleware(),
-        ]
-    )
-    configured_window = settings.compaction.max_context_tokens
-    window = context_window(selected.model, configured=configured_window, client=clients[0])
-    # A local model counts with its own tokenizer; remote ones with the chars ÷ 4 estimate.
-    counter = clients[0] if isinstance(clients[0], TokenCounter) else DEFAULT_COUNTER
-    context = ContextManager(
-        settings.compaction, window=window, counter=counter, summarizer=ModelSummarizer(clients[0])
-    )
-
-    async def fit(messages: Sequence[ChatMessage], limit: int) -> Sequence[ChatMessage]:
-        return (await context.with_window(limit).prepare(messages)).messages
-
-    chain = FailoverChatClient(
-        [
-            ChainedProvider(
-                name=choice.name,
-                client=client,
-                window=window if index == 0 else context_window(choice.model, client=client),
-            )
-            for index, (choice, client) in enumerate(zip(settings.providers, clients, strict=True))
-        ],
-        policy=settings.retry,
-        count_tokens=lambda messages: count_messages(messages, counter),
-        fit=fit,
-    )
-    container = IronHiveContainer().add_ironhive(
-        # The context manager keeps every request within the window, so the budget guards the window itself: at the
-        # original's 80 % it would refuse requests that compaction (which starts later on large windows) allows.
-        chat_client=TokenBudgetChatClient(chain, window=window, threshold=1.0, counter=counter),
-        context=context,
-        tools=[
-            *await BuiltInToolProvider(
-                root, sandbox=CommandSandbox(settings.sandbox), read_rules=PolicyReadRules(judge)
-            ).get_tools(),
-            *extras.tools,
-            *extra_tools,
-        ],
-        system_prompt="\n\n".join(part for part in (DEFAULT_SYSTEM_PROMPT, extras.instructions) if part),
-        options=CLI_OPTIONS,
-        behavior=settings.behavior,
-        pipeline=pipeline,
-    )
-    loops.append(container.agent_loop())
-    return Agent(loop=loops[0], modes=modes, client=clients[0], provider=selected)

@@ -67,6 +67,11 @@ class BuiltInToolProvider:
             ManageTodoTool(root, clock=clock),
         )
 
+    @property
+    def tools(self) -> tuple[BuiltInTool, ...]:
+        """The built-in tools, always the same instances in the same order."""
+        return self._tools
+
     async def get_tools(self) -> Sequence[Tool]:
         """Return the built-in tools, always the same instances in the same order."""
         return self._tools
