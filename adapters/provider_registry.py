@@ -74,3 +74,8 @@ def provider_names_help() -> str:
 def environment_variables() -> dict[str, tuple[str, str]]:
     """Every provider's environment variables → (config section, key), in the order they are applied."""
     return {variable: (spec.section, key) for spec in SPECS if spec.section for variable, key in spec.environment}
+
+
+def untrusted_keys() -> dict[str, frozenset[str]]:
+    """Each provider section → the keys naming a model, which an untrusted project file may set."""
+    return {spec.section: frozenset(spec.model_keys) for spec in SPECS if spec.section and spec.model_keys}

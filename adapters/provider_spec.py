@@ -84,6 +84,7 @@ class ProviderSpec:
         section: The config.yaml section holding its settings (``gpuStack``), or ``None``.
         environment: Each environment variable it reads with the section key it sets, in the order applied.
         required: Section keys that must all be set before it counts as configured.
+        model_keys: Section keys naming a model (or deployment): the only ones an untrusted project may set.
         switch: A boolean section key that must be true before it counts as configured (``enabled``).
         ready: A further condition to count as configured (local inference: a model is at hand).
         automatic: Whether a run picks it without ``--provider`` when it is configured.
@@ -107,6 +108,7 @@ class ProviderSpec:
     section: str | None = None
     environment: tuple[tuple[str, str], ...] = ()
     required: tuple[str, ...] = ()
+    model_keys: tuple[str, ...] = ()
     switch: str | None = None
     ready: Callable[[IronHiveConfig], bool] | None = None
     automatic: bool = True

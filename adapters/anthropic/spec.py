@@ -44,6 +44,7 @@ ANTHROPIC = ProviderSpec(
     section="anthropic",
     environment=(("ANTHROPIC_API_KEY", "apiKey"), ("ANTHROPIC_MODEL", "model")),
     required=("apiKey", "model"),
+    model_keys=("model",),
     connect=_connect,
     client=_client,
     lister=_lister,

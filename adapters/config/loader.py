@@ -47,6 +47,7 @@ from ironhive.adapters.config.schema import (
     section_model,
 )
 from ironhive.adapters.config.trust import TRUST_PROJECT_VARIABLE, ProjectTrust, sha256_of
+from ironhive.adapters.provider_registry import untrusted_keys
 from ironhive.domain.errors import ConfigurationError
 
 ENVIRONMENT_SOURCE = "environment"
@@ -54,16 +55,7 @@ ENVIRONMENT_SOURCE = "environment"
 UNTRUSTED_SECTIONS = frozenset({"compaction", "chatBehavior", "approval"})
 """Sections an untrusted project file may set: they tune the loop, and cannot widen rights or redirect anything."""
 
-UNTRUSTED_KEYS: dict[str, frozenset[str]] = {
-    "gpuStack": frozenset({"model", "embeddingModel", "rerankModel"}),
-    "openai": frozenset({"model"}),
-    "anthropic": frozenset({"model"}),
-    "googleai": frozenset({"model"}),
-    "azureopenai": frozenset({"deploymentName"}),
-    "xai": frozenset({"model"}),
-    "ollama": frozenset({"model"}),
-    "lmstudio": frozenset({"model"}),
-}
+UNTRUSTED_KEYS: dict[str, frozenset[str]] = untrusted_keys()
 """Keys of other sections an untrusted project file may set: model names for the user's own providers."""
 
 TRUST_HINT = (

@@ -45,6 +45,7 @@ GOOGLE = ProviderSpec(
     # GOOGLE_API_KEY first, so GOOGLEAI_API_KEY wins when both are set.
     environment=(("GOOGLE_API_KEY", "apiKey"), ("GOOGLEAI_API_KEY", "apiKey"), ("GOOGLEAI_MODEL", "model")),
     required=("apiKey", "model"),
+    model_keys=("model",),
     connect=_connect,
     client=_client,
     lister=_lister,

@@ -154,6 +154,7 @@ GPUSTACK = _compatible(
         ("GPUSTACK_RERANK_MODEL", "rerankModel"),
     ),
     required=("endpoint", "apiKey", "model"),
+    model_keys=("model", "embeddingModel", "rerankModel"),
     connect=_gpustack,
 )
 
@@ -163,6 +164,7 @@ OPENAI = _compatible(
     section="openai",
     environment=(("OPENAI_API_KEY", "apiKey"), ("OPENAI_MODEL", "model"), ("OPENAI_ENDPOINT", "endpoint")),
     required=("apiKey", "model"),
+    model_keys=("model",),
     connect=_openai,
 )
 
@@ -173,6 +175,7 @@ XAI = _compatible(
     section="xai",
     environment=(("XAI_API_KEY", "apiKey"), ("XAI_MODEL", "model"), ("XAI_ENDPOINT", "endpoint")),
     required=("apiKey", "model"),
+    model_keys=("model",),
     connect=_xai,
 )
 
@@ -181,6 +184,7 @@ OLLAMA = _compatible(
     title="Ollama",
     section="ollama",
     environment=(("OLLAMA_ENDPOINT", "endpoint"), ("OLLAMA_MODEL", "model"), ("OLLAMA_ENABLED", "enabled")),
+    model_keys=("model",),
     switch="enabled",
     usable_with_model=True,
     connect=_ollama,
@@ -191,6 +195,7 @@ LMSTUDIO = _compatible(
     title="LM Studio",
     section="lmstudio",
     environment=(("LMSTUDIO_ENDPOINT", "endpoint"), ("LMSTUDIO_MODEL", "model"), ("LMSTUDIO_ENABLED", "enabled")),
+    model_keys=("model",),
     switch="enabled",
     usable_with_model=True,
     connect=_lmstudio,
@@ -207,6 +212,7 @@ AZURE = _compatible(
         ("AZURE_OPENAI_DEPLOYMENT", "deploymentName"),
     ),
     required=("endpoint", "apiKey", "deploymentName"),
+    model_keys=("deploymentName",),
     model_required=False,
     connect=_azure,
     probe=_azure_probe,
