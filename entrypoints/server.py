@@ -1,12 +1,16 @@
-"""``ironhive run --server``: the agent behind the stdio turn-stream protocol, with approvals over the wire."""
+"""``ironhive run --server`` and ``run --http``: the agent behind the turn-stream protocol, approvals over the wire."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 from ironhive.adapters.protocol.models import ServerEvent, SessionStartedEvent, UserMessageRequest
 from ironhive.adapters.server.events import to_server_events
@@ -52,15 +56,40 @@ def agent_processor(loop: AgentLoop, binding: SessionBinding | None = None) -> P
     return process
 
 
-async def serve_stdio(
+HOST_TOKEN_VARIABLE = "IRONHIVE_HOST_TOKEN"
+"""Environment variable holding the bearer token ``run --http`` sends to the agent host (none when unset or empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServedAgent:
+    """The agent of one server session, ready for a runner.
+
+    Attributes:
+        process: The processor of user messages (turns recorded in the session).
+        hitl_bridge: The approval service of the agent; the runner attaches it so the client answers approvals.
+    """
+
+    process: ProcessMessage
+    hitl_bridge: HitlBridge
+
+
+@contextlib.asynccontextmanager
+async def open_served_agent(
     *,
     session_id: str,
     provider: str | None,
     model: str | None,
     environ: Mapping[str, str],
     approval_timeout_seconds: float | None = None,
-) -> None:
-    """Serve one session on stdin/stdout until shutdown or end of input (the session is persisted)."""
+) -> AsyncIterator[ServedAgent]:
+    """The agent every server surface serves: the CLI's tools and permissions, Idle mode, approvals over the wire.
+
+    The session ``session_id`` is resumed (or created) and a local model is loaded before this yields, so a runner
+    announces itself only once the agent can answer.
+
+    Raises:
+        ConfigurationError: The configuration or a provider cannot be used.
+    """
     project = Path.cwd()
     config = load_configuration(environ, project).config
     bridge = HitlBridge(timeout_seconds=approval_timeout_seconds or float(config.approval.timeout_seconds))
@@ -75,9 +104,80 @@ async def serve_stdio(
         )
         if isinstance(agent.client, Preloadable):
             await agent.client.warm_up()  # a local model loads before any protocol line is written
-        runner = AgentServerRunner(agent_processor(agent.loop, binding), hitl_bridge=bridge)
+        yield ServedAgent(process=agent_processor(agent.loop, binding), hitl_bridge=bridge)
+
+
+async def serve_stdio(
+    *,
+    session_id: str,
+    provider: str | None,
+    model: str | None,
+    environ: Mapping[str, str],
+    approval_timeout_seconds: float | None = None,
+) -> None:
+    """Serve one session on stdin/stdout until shutdown or end of input (the session is persisted)."""
+    async with open_served_agent(
+        session_id=session_id,
+        provider=provider,
+        model=model,
+        environ=environ,
+        approval_timeout_seconds=approval_timeout_seconds,
+    ) as served:
+        runner = AgentServerRunner(served.process, hitl_bridge=served.hitl_bridge)
         await runner.write(SessionStartedEvent(session_id=session_id))
         await runner.run()
+
+
+async def serve_http(
+    host_url: str,
+    *,
+    session_id: str,
+    provider: str | None,
+    model: str | None,
+    environ: Mapping[str, str],
+    approval_timeout_seconds: float | None = None,
+) -> None:
+    """Serve one session to the agent host at ``host_url`` until it sends shutdown (the session is persisted).
+
+    ``ready`` (its body carries the session id) plays the part of stdio's ``session_started``. When
+    ``IRONHIVE_HOST_TOKEN`` is set, every request to the host carries ``Authorization: Bearer <token>``.
+
+    Raises:
+        HostConnectionError: The host cannot be reached, refused the agent, or stayed unreachable.
+    """
+    import aiohttp
+
+    from ironhive.adapters.server.http_runner import AgentHttpRunner
+
+    token = environ.get(HOST_TOKEN_VARIABLE, "").strip()
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with (
+        open_served_agent(
+            session_id=session_id,
+            provider=provider,
+            model=model,
+            environ=environ,
+            approval_timeout_seconds=approval_timeout_seconds,
+        ) as served,
+        aiohttp.ClientSession(headers=headers) as http,
+    ):
+        await AgentHttpRunner(host_url, session_id, served.process, hitl_bridge=served.hitl_bridge, session=http).run()
+
+
+def host_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an agent host's base URL, or None when it can."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return f"--http needs a URL such as http://127.0.0.1:5100, got {url!r}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--http needs an http:// or https:// URL such as http://127.0.0.1:5100, got {url!r}"
+    if parts.username is not None or parts.password is not None:
+        return f"--http URLs must not carry credentials; set {HOST_TOKEN_VARIABLE} to send a bearer token"
+    if parts.query or parts.fragment:
+        return "--http takes the host's base URL, without a query or fragment"
+    return None
 
 
 def run_server(
@@ -89,19 +189,52 @@ def run_server(
     approval_timeout_seconds: float | None = None,
 ) -> int:
     """Run ``ironhive run --server``; returns the exit code (0 after shutdown or end of input)."""
+    return _exit_code(
+        serve_stdio(
+            session_id=session_id or uuid.uuid4().hex,
+            provider=provider,
+            model=model,
+            environ=environ,
+            approval_timeout_seconds=approval_timeout_seconds,
+        ),
+        environ,
+    )
+
+
+def run_http(
+    host_url: str,
+    *,
+    session_id: str | None,
+    provider: str | None,
+    model: str | None,
+    environ: Mapping[str, str],
+    approval_timeout_seconds: float | None = None,
+) -> int:
+    """Run ``ironhive run --http URL``; returns the exit code (0 after shutdown, 1 when the host fails or refuses)."""
+    problem = host_url_problem(host_url)
+    if problem is not None:
+        sys.stderr.write(f"Error: {problem}\n")
+        return 1
+    return _exit_code(
+        serve_http(
+            host_url,
+            session_id=session_id or uuid.uuid4().hex,
+            provider=provider,
+            model=model,
+            environ=environ,
+            approval_timeout_seconds=approval_timeout_seconds,
+        ),
+        environ,
+    )
+
+
+def _exit_code(serve: Coroutine[Any, Any, None], environ: Mapping[str, str]) -> int:
+    """Run a server until it ends: 0, or 1 with an ``Error:`` line for a project error, 130 on Ctrl+C."""
     from ironhive.log_setup import configure_logging
 
     configure_logging(environ)
     try:
-        asyncio.run(
-            serve_stdio(
-                session_id=session_id or uuid.uuid4().hex,
-                provider=provider,
-                model=model,
-                environ=environ,
-                approval_timeout_seconds=approval_timeout_seconds,
-            )
-        )
+        asyncio.run(serve)
     except IronHiveError as error:
         sys.stderr.write(f"Error: {error}\n")
         return 1

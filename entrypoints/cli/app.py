@@ -108,7 +108,16 @@ def run(
     server: Annotated[
         bool, Parameter(help="Server mode: the turn-stream protocol as JSON Lines on stdin/stdout.")
     ] = False,
-    session_id: Annotated[str | None, Parameter(help="Session id for server mode (default: a new id).")] = None,
+    http: Annotated[
+        str | None,
+        Parameter(
+            help="HTTP mode: serve the turn-stream protocol to the agent host at this URL (ready, SSE inbox, events); "
+            "IRONHIVE_HOST_TOKEN, when set, is sent as a bearer token.",
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None, Parameter(help="Session id for server and HTTP mode (default: a new id).")
+    ] = None,
     auto_commit: Annotated[
         bool, Parameter(help="Commit the files the run's tools wrote, edited or deleted (nothing else).")
     ] = False,
@@ -118,17 +127,32 @@ def run(
     approval_timeout: Annotated[
         float | None,
         Parameter(
-            help="Server mode: seconds an approval waits for its answer (default: approval.timeoutSeconds, 300)."
+            help="Server and HTTP mode: seconds an approval waits for its answer (default: approval.timeoutSeconds, "
+            "300)."
         ),
     ] = None,
 ) -> int:
-    """Run a single prompt and exit, or serve the JSON Lines protocol with --server."""
+    """Run a single prompt and exit, or serve the turn-stream protocol on stdio (--server) or to a host (--http)."""
+    if server and http is not None:
+        sys.stderr.write("Error: --server and --http cannot be used together: choose stdio or an HTTP host.\n")
+        return 1
+    if (server or http is not None) and approval_timeout is not None and approval_timeout <= 0:
+        sys.stderr.write("Error: --approval-timeout must be positive.\n")
+        return 1
+    if http is not None:
+        from ironhive.server import run_http
+
+        return run_http(
+            http,
+            session_id=session_id,
+            provider=provider,
+            model=model,
+            environ=os.environ,
+            approval_timeout_seconds=approval_timeout,
+        )
     if server:
         from ironhive.server import run_server
 
-        if approval_timeout is not None and approval_timeout <= 0:
-            sys.stderr.write("Error: --approval-timeout must be positive.\n")
-            return 1
         return run_server(
             session_id=session_id,
             provider=provider,
