@@ -61,14 +61,15 @@ class Safeguards:
 
 
 class LoopReference:
-    """The agent loop once it is built (the advisor reads its history; it is built after the advisor's tool)."""
+    """The agent loops built so far: the advisor reads the latest's history (its tool is built before the loop), the
+    container closes them all."""
 
     def __init__(self) -> None:
-        self.loop: AgentLoop | None = None
+        self.loops: list[AgentLoop] = []
 
     def history(self) -> Sequence[ChatMessage]:
-        """The loop's finished turns (none before the loop exists)."""
-        return self.loop.history if self.loop is not None else ()
+        """The latest loop's finished turns (none before a loop exists)."""
+        return self.loops[-1].history if self.loops else ()
 
 
 def chat_clients(choices: Sequence[ProviderChoice], built: list[ChatClient]) -> tuple[ChatClient, ...]:
@@ -282,5 +283,5 @@ def agent_loop(
         observers=observers,
         context=context,
     )
-    reference.loop = loop
+    reference.loops.append(loop)
     return loop

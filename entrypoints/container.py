@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -62,11 +61,15 @@ class IronHiveSlots(containers.DeclarativeContainer):
     clock = providers.Singleton(SystemClock)
     id_generator = providers.Singleton(UuidIdGenerator)
     home = providers.Callable(_ironhive_home)
-    configuration: providers.Object[IronHiveConfig | None] = providers.Object(None)  # the merged IronHiveConfig: turns on the optional tools
+    configuration: providers.Object[IronHiveConfig | None] = providers.Object(
+        None
+    )  # the merged IronHiveConfig: turns on the optional tools
 
     # -- the model -----------------------------------------------------------------------------------------------
     provider_choices: providers.Object[Sequence[ProviderChoice]] = providers.Object(())
-    built_clients: providers.Singleton[list[ChatClient]] = providers.Singleton(list)  # what the container closes when it closes
+    built_clients: providers.Singleton[list[ChatClient]] = providers.Singleton(
+        list
+    )  # what the container closes when it closes
     chat_clients = providers.Singleton(assembly.chat_clients, provider_choices, built_clients)
     primary_client = providers.Singleton(assembly.first_client, chat_clients)
     safeguards = providers.Object(assembly.Safeguards())
@@ -91,7 +94,9 @@ class IronHiveSlots(containers.DeclarativeContainer):
     # -- tools, permissions and approvals ------------------------------------------------------------------------
     working_directory: providers.Object[Path | None] = providers.Object(None)
     permission_policy: providers.Object[PermissionPolicy | None] = providers.Object(None)
-    sandbox: providers.Object[SandboxSettings | None] = providers.Object(None)  # SandboxSettings of execute_command; unsandboxed when None
+    sandbox: providers.Object[SandboxSettings | None] = providers.Object(
+        None
+    )  # SandboxSettings of execute_command; unsandboxed when None
     initial_mode = providers.Object(Mode.WORKING)
     modes = providers.Singleton(ModeStateMachine, initial_mode)
     approval_service: providers.Object[ApprovalService | None] = providers.Object(None)
@@ -390,24 +395,50 @@ class IronHiveContainer:
         return ids
 
     async def aclose(self) -> None:
-        """Close every chat client the container built (clients it was handed are the app's to close)."""
+        """Close every chat client the container built (clients it was handed are the app's to close), then the
+        private event loops of the agents' ``*_sync`` methods."""
+        for close in self._client_closers():
+            with contextlib.suppress(Exception):
+                await close()
+        self._forget_clients()
+        for loop in self._built_loops():
+            loop.close()
+
+    def close(self) -> None:
+        """Close every chat client the container built, from synchronous code.
+
+        Clients used by ``run_sync`` are bound to the agent's private event loop, so they are closed on it.
+        """
+        closers = [_quiet(close) for close in self._client_closers()]
+        self._forget_clients()
+        loops = self._built_loops()
+        if not loops:
+            asyncio.run(_run_all(closers))
+            return
+        loops[-1].close(*closers)
+        for loop in loops[:-1]:
+            loop.close()
+
+    def _client_closers(self) -> list[Callable[[], Awaitable[object]]]:
         built: list[ChatClient] = self.slots.built_clients()
+        closers: list[Callable[[], Awaitable[object]]] = []
         for client in built:
             if any(client is handed for handed in self._handed):
                 continue
-            close = getattr(client, "aclose", None) or getattr(client, "close", None)
-            if close is None:
-                continue
-            with contextlib.suppress(Exception):
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
-        built.clear()
+            close = getattr(client, "aclose", None)
+            if callable(close):
+                closers.append(close)
+        return closers
+
+    def _forget_clients(self) -> None:
+        self.slots.built_clients().clear()
         self.slots.chat_clients.reset()
 
-    def close(self) -> None:
-        """Close every chat client the container built (from synchronous code)."""
-        asyncio.run(self.aclose())
+    def _built_loops(self) -> list[AgentLoop]:
+        reference: assembly.LoopReference = self.slots.loop_reference()
+        loops = list(reference.loops)
+        reference.loops.clear()
+        return loops
 
     def __enter__(self) -> Self:
         return self
@@ -444,3 +475,18 @@ class IronHiveContainer:
 
 def _constant(client: ChatClient) -> Callable[[], ChatClient]:
     return lambda: client
+
+
+def _quiet(close: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[None]]:
+    """A clean-up step whose failure does not stop the next one (closing is best effort)."""
+
+    async def step() -> None:
+        with contextlib.suppress(Exception):
+            await close()
+
+    return step
+
+
+async def _run_all(steps: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    for step in steps:
+        await step()
