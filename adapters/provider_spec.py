@@ -193,6 +193,20 @@ class ProviderSpec:
         return self.connect(config), self.client
 
 
+def keyed_connection(section: str) -> Callable[[IronHiveConfig], Connection]:
+    """Reads the connection of a provider whose section holds ``apiKey``, ``model`` and ``endpoint`` (its base URL).
+
+    Args:
+        section: The config.yaml section (``anthropic``, ``googleai``, ``xai``).
+    """
+
+    def connect(config: IronHiveConfig) -> Connection:
+        values = getattr(config, _attribute(section))
+        return Connection(api_key=values.api_key or "", base_url=values.endpoint, model=values.model)
+
+    return connect
+
+
 def _attribute(section: str) -> str:
     """The Python attribute of a config.yaml section (``gpuStack`` → ``gpu_stack``)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", section).lower()

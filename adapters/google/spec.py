@@ -5,18 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ironhive.adapters.provider_spec import Connection, ProviderSpec
+from ironhive.adapters.provider_spec import Connection, ProviderSpec, keyed_connection
 
 if TYPE_CHECKING:
-    from ironhive.adapters.config.schema import IronHiveConfig
     from ironhive.adapters.diagnostics.connectivity import ModelEndpoint
     from ironhive.ports.chat import ChatClient
     from ironhive.ports.models import ModelLister
-
-
-def _connect(config: IronHiveConfig) -> Connection:
-    google = config.googleai
-    return Connection(api_key=google.api_key or "", base_url=google.endpoint, model=google.model)
 
 
 def _client(name: str, connection: Connection, model: str) -> ChatClient:
@@ -46,7 +40,7 @@ GOOGLE = ProviderSpec(
     environment=(("GOOGLE_API_KEY", "apiKey"), ("GOOGLEAI_API_KEY", "apiKey"), ("GOOGLEAI_MODEL", "model")),
     required=("apiKey", "model"),
     model_keys=("model",),
-    connect=_connect,
+    connect=keyed_connection("googleai"),
     client=_client,
     lister=_lister,
     probe=_probe,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ironhive.adapters.provider_spec import Connection, ProviderSpec
+from ironhive.adapters.provider_spec import Connection, ProviderSpec, keyed_connection
 
 if TYPE_CHECKING:
     from ironhive.adapters.config.schema import IronHiveConfig
@@ -114,10 +114,6 @@ def _gpustack(config: IronHiveConfig) -> Connection:
     return Connection(api_key=gpu.api_key or "", base_url=gpustack_base_url(gpu.endpoint or ""), model=gpu.model)
 
 
-def _xai(config: IronHiveConfig) -> Connection:
-    return Connection(api_key=config.xai.api_key or "", base_url=config.xai.endpoint, model=config.xai.model)
-
-
 def _ollama(config: IronHiveConfig) -> Connection:
     ollama = config.ollama
     return Connection(api_key="ollama", base_url=ollama_base_url(ollama.endpoint), model=ollama.model)
@@ -176,7 +172,7 @@ XAI = _compatible(
     environment=(("XAI_API_KEY", "apiKey"), ("XAI_MODEL", "model"), ("XAI_ENDPOINT", "endpoint")),
     required=("apiKey", "model"),
     model_keys=("model",),
-    connect=_xai,
+    connect=keyed_connection("xai"),
 )
 
 OLLAMA = _compatible(
