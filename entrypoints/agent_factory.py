@@ -21,6 +21,7 @@ from ironhive.domain.failover import RetryPolicy
 from ironhive.domain.options import ChatBehavior
 from ironhive.domain.permissions.modes import Mode, ModeStateMachine
 from ironhive.domain.prompts import DEFAULT_SYSTEM_PROMPT
+from ironhive.domain.sessions import SessionBinding, SessionRequest
 from ironhive.ports.approval import ApprovalService
 from ironhive.ports.chat import ChatClient, ChatOptions
 from ironhive.ports.tools import Tool
@@ -127,6 +128,20 @@ class Agent:
     client: ChatClient
     provider: ProviderChoice
     container: IronHiveContainer
+
+    async def open_session(self, request: SessionRequest) -> SessionBinding:
+        """Bind the loop to its stored session (created, continued, resumed or forked as ``request`` says).
+
+        Raises:
+            SessionNotFoundError: ``request`` resumes a session this project does not have.
+        """
+        return await SessionBinding.open(
+            self.loop,
+            request,
+            model=self.provider.model,
+            store=self.container.session_store(),
+            log=self.container.execution_log(),
+        )
 
 
 @asynccontextmanager

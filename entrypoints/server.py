@@ -21,10 +21,10 @@ from ironhive.agent_factory import AgentSettings, load_configuration, open_agent
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.permissions.modes import Mode
+from ironhive.domain.sessions import SessionBinding, SessionRequest
 from ironhive.domain.turn import AgentChunk
 from ironhive.domain.turn_options import turn_override
 from ironhive.ports.chat import Preloadable
-from ironhive.sessions import SessionBinding, SessionRequest
 
 
 def agent_processor(loop: AgentLoop, binding: SessionBinding | None = None) -> ProcessMessage:
@@ -99,9 +99,7 @@ async def open_served_agent(
     # Untrusted project plugin files are not started here: nobody can be asked before the client attaches
     # (`ironhive mcp trust` trusts one ahead of time).
     async with open_agent(settings) as agent:
-        binding = await SessionBinding.open(
-            agent.loop, SessionRequest(session_id=session_id), model=agent.provider.model, project=project
-        )
+        binding = await agent.open_session(SessionRequest(session_id=session_id))
         if isinstance(agent.client, Preloadable):
             await agent.client.warm_up()  # a local model loads before any protocol line is written
         yield ServedAgent(process=agent_processor(agent.loop, binding), hitl_bridge=bridge)

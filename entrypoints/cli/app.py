@@ -52,7 +52,7 @@ def chat(
     fork: Annotated[bool, Parameter(help="With -c/-r: continue in a copy of that session.")] = False,
 ) -> int:
     """Interactive mode on a terminal, or one prompt with -p (or piped on stdin)."""
-    from ironhive.sessions import SessionRequest
+    from ironhive.domain.sessions import SessionRequest
 
     session = SessionRequest(continue_latest=continue_, resume=resume, fork=fork)
     from ironhive.cli.one_shot import OneShotRequest, run_one_shot

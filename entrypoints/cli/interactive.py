@@ -22,8 +22,8 @@ from ironhive.domain.turn import TurnCompleted
 
 if TYPE_CHECKING:
     from ironhive.agent_factory import Agent, AgentSettings
+from ironhive.domain.sessions import SessionBinding, SessionRequest
 from ironhive.ports.chat import Preloadable
-from ironhive.sessions import SessionBinding, SessionRequest, session_store
 
 EXIT_INTERRUPTED = 130
 
@@ -128,12 +128,13 @@ class InteractiveSession:
 
     async def _new_session(self) -> SessionBinding:
         await self._binding.close("user_exit")
+        binding = self._binding
         return await SessionBinding.open(
-            self._agent, SessionRequest(), model=self._statistics.model, project=self._project
+            self._agent, SessionRequest(), model=self._statistics.model, store=binding.store, log=binding.log
         )
 
     async def _sessions_text(self) -> str:
-        sessions = await session_store(self._project).list(limit=10)
+        sessions = await self._binding.store.list(limit=10)
         if not sessions:
             return "No sessions yet."
         lines = [f"{'ID':<22} {'STATUS':<8} {'MESSAGES':>8}  FIRST MESSAGE"]
@@ -212,9 +213,7 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
                 initial_mode=Mode.PLANNING if request.planning else Mode.WORKING,
             )
             agent, release = hold_agent(event_loop, settings)
-            binding = event_loop.run_until_complete(
-                SessionBinding.open(agent.loop, request.session, model=agent.provider.model, project=project)
-            )
+            binding = event_loop.run_until_complete(agent.open_session(request.session))
         except IronHiveError as error:
             sys.stderr.write(f"Configuration Error: {error}\n")
             return 1

@@ -24,12 +24,12 @@ from ironhive.cli.render import (
     replay,
 )
 from ironhive.domain.errors import ConfigurationError, IronHiveError
+from ironhive.domain.sessions import SessionRequest
 from ironhive.domain.turn import TurnCompleted, TurnRecord
-from ironhive.sessions import SessionRequest
 
 if TYPE_CHECKING:
     from ironhive.domain.permissions.modes import Mode
-    from ironhive.sessions import SessionBinding
+    from ironhive.domain.sessions import SessionBinding
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -86,7 +86,6 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
     from ironhive.adapters.console_approval import ConsoleApprovalService
     from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
     from ironhive.agent_factory import AgentSettings, load_configuration, open_agent
-    from ironhive.sessions import SessionBinding
 
     task = asyncio.current_task()
     assert task is not None
@@ -106,7 +105,7 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
             initial_mode=_initial_mode(request),
         )
         agent = await stack.enter_async_context(open_agent(settings, trust=ConsoleTrustDecider()))
-        binding = await SessionBinding.open(agent.loop, request.session, model=agent.provider.model, project=project)
+        binding = await agent.open_session(request.session)
         renderer.start(binding.session_id)
         started = True
         if request.dry_run:

@@ -1,13 +1,10 @@
-"""Binds an agent loop to a persistent session: opening, resuming or forking it, and recording every turn."""
+"""Binds an agent loop to a stored session: opening, resuming or forking it, and recording every turn."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
-from ironhive.adapters.sessions.execution_log import JsonlExecutionLog
-from ironhive.adapters.sessions.store import DiskCacheSessionStore
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import SessionNotFoundError
 from ironhive.domain.turn import AgentChunk, TurnCompleted, TurnRecord
@@ -31,16 +28,6 @@ class SessionRequest:
     session_id: str | None = None
 
 
-def ironhive_home() -> Path:
-    """``~/.ironhive``: sessions, logs and the global configuration."""
-    return Path.home() / ".ironhive"
-
-
-def session_store(project: Path) -> DiskCacheSessionStore:
-    """The session store of ``project``."""
-    return DiskCacheSessionStore(ironhive_home(), project)
-
-
 class SessionBinding:
     """A loop bound to its stored session: the history is restored on open, each finished turn is appended."""
 
@@ -52,16 +39,34 @@ class SessionBinding:
         self._turns = 0
 
     @classmethod
-    async def open(cls, loop: AgentLoop, request: SessionRequest, *, model: str, project: Path) -> SessionBinding:
+    async def open(
+        cls, loop: AgentLoop, request: SessionRequest, *, model: str, store: SessionStore, log: ExecutionLog
+    ) -> SessionBinding:
         """Open (create, continue, resume or fork) the session and restore its conversation into ``loop``.
+
+        Args:
+            loop: The agent loop to bind.
+            request: Which session.
+            model: The model a new session records.
+            store: Where the project's sessions are kept.
+            log: Where each turn's entries are written.
 
         Raises:
             SessionNotFoundError: ``-r`` names no session of this project.
         """
-        store = session_store(project)
         info = await _open(store, request, model)
         loop.reset(await store.load_messages(info.id))
-        return cls(store, JsonlExecutionLog(ironhive_home() / "logs"), info, loop)
+        return cls(store, log, info, loop)
+
+    @property
+    def store(self) -> SessionStore:
+        """Where the session is kept (and the project's other sessions)."""
+        return self._store
+
+    @property
+    def log(self) -> ExecutionLog:
+        """Where each turn's entries are written."""
+        return self._log
 
     @property
     def session_id(self) -> str:
