@@ -153,13 +153,14 @@ def _by_parameter_name(arguments: Mapping[str, JsonValue], properties: Mapping[s
     """Key the sent arguments by schema parameter name, accepting camelCase spellings of snake_case names."""
     sent: dict[str, JsonValue] = {}
     for key, value in arguments.items():
-        name = key if key in properties else _snake_case(key)
+        name = key if key in properties else snake_case(key)
         if name in properties and (sent.get(name) is None or key == name):
             sent[name] = value
     return sent
 
 
-def _snake_case(name: str) -> str:
+def snake_case(name: str) -> str:
+    """The snake_case spelling of a camelCase name (``startLine`` → ``start_line``)."""
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
@@ -174,7 +175,7 @@ def _check_value(tool_name: str, name: str, schema: Mapping[str, JsonValue], val
         if not match:
             options = ", ".join(str(option) for option in enum)
             raise ToolArgumentError(
-                f"Parameter '{name}' of tool '{tool_name}' must be one of: {options}; got {_show(value)}",
+                f"Parameter '{name}' of tool '{tool_name}' must be one of: {options}; got {describe_value(value)}",
                 parameter=name,
             )
         value = match[0]
@@ -231,14 +232,17 @@ def _coerce(tool_name: str, name: str, expected: str, value: JsonValue) -> JsonV
     else:
         return value
     raise ToolArgumentError(
-        f"Parameter '{name}' of tool '{tool_name}' must be {_TYPE_NAMES.get(expected, expected)}; got {_show(value)}",
+        f"Parameter '{name}' of tool '{tool_name}' must be {_TYPE_NAMES.get(expected, expected)}; "
+        f"got {describe_value(value)}",
         parameter=name,
     )
 
 
-def _show(value: JsonValue) -> str:
+def describe_value(value: object) -> str:
     """Describe a wrong value briefly, without echoing a long payload back to the model."""
     match value:
+        case None:
+            return "null"
         case bool():
             return f"boolean {str(value).lower()}"
         case int() | float():
@@ -251,4 +255,4 @@ def _show(value: JsonValue) -> str:
         case dict():
             return "an object"
         case _:
-            return "null"
+            return type(value).__name__

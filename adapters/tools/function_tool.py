@@ -15,6 +15,7 @@ import pydantic_core
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaWarningKind
 
+from ironhive.adapters.tools.arguments import describe_value, snake_case
 from ironhive.domain.errors import ToolArgumentError, ToolError
 from ironhive.ports.chat import JsonValue, ToolSpec
 
@@ -130,7 +131,7 @@ class FunctionTool(Generic[P, R]):
         parameters = self._signature.parameters
         sent: dict[str, JsonValue] = {}
         for key, value in arguments.items():
-            name = key if key in parameters else _snake_case(key)
+            name = key if key in parameters else snake_case(key)
             if name not in parameters or (name in sent and key != name):
                 continue
             if value is None and name in self._defaulted:
@@ -341,28 +342,6 @@ def _describe(tool_name: str, detail: pydantic_core.ErrorDetails) -> str:
         if len(location) == 1:
             return f"Missing required parameter '{path}' for tool '{tool_name}'"
         return f"Parameter '{path}' of tool '{tool_name}' is missing"
-    return f"Parameter '{path}' of tool '{tool_name}' is not valid: {detail['msg']}; got {_show(detail['input'])}"
-
-
-def _show(value: object) -> str:
-    """Describe a wrong value briefly, without echoing a long payload back to the model."""
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return f"boolean {str(value).lower()}"
-        case int() | float():
-            return f"number {value}"
-        case str():
-            shown = value if len(value) <= 40 else value[:37] + "..."
-            return f"string {shown!r}"
-        case list():
-            return "an array"
-        case dict():
-            return "an object"
-        case _:
-            return type(value).__name__
-
-
-def _snake_case(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    return (
+        f"Parameter '{path}' of tool '{tool_name}' is not valid: {detail['msg']}; got {describe_value(detail['input'])}"
+    )
