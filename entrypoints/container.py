@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from dependency_injector import containers, providers
 
 from ironhive import assembly
+from ironhive.adapters.openai.spec import OLLAMA_ENDPOINT, ollama_base_url
 from ironhive.adapters.system import SystemClock, UuidIdGenerator
 from ironhive.domain.agent_loop import AgentLoop, TurnObserver
 from ironhive.domain.context.config import CompactionConfig
@@ -332,19 +333,21 @@ class IronHiveContainer:
         )
 
     def add_ironhive_with_ollama(
-        self, model: str = "llama3.2", endpoint: str = "http://localhost:11434/v1", **settings: object
+        self, model: str = "llama3.2", endpoint: str = OLLAMA_ENDPOINT, **settings: object
     ) -> Self:
         """Register the agent on a local Ollama server (its OpenAI-compatible endpoint).
 
         Args:
             model: The Ollama model name.
-            endpoint: Ollama's OpenAI-compatible base URL.
+            endpoint: Ollama's address, with or without the ``/v1`` of its OpenAI-compatible API.
             **settings: Further ``add_ironhive`` arguments.
 
         Returns:
             The container, for chaining.
         """
-        return self._add_openai_compatible(_require_endpoint(endpoint), "ollama", model, "ollama", settings)
+        return self._add_openai_compatible(
+            ollama_base_url(_require_endpoint(endpoint)), "ollama", model, "ollama", settings
+        )
 
     def override(self, **values: object) -> Self:
         """Put fixed values into slots by name (``approval_service=...``, ``working_directory=...``).

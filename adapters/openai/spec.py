@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 AZURE_API_PATH = "/openai/v1/"
 """The path of Azure OpenAI's v1 API below the resource endpoint: the client and doctor both use it."""
 
+OLLAMA_ENDPOINT = "http://localhost:11434"
+"""Where a local Ollama server listens by default (its OpenAI-compatible API is below ``/v1``)."""
+
 THROUGH = "`openai` SDK"
 
 

@@ -339,3 +339,12 @@ def test_closing_after_sync_runs_closes_the_client_on_the_loop_it_ran_on() -> No
         assert hive.agent_loop().run_sync("hi").content == "ok"
     assert loops["closed"] is loops["ran"]
     assert loops["ran"].is_closed()
+
+
+@pytest.mark.parametrize("endpoint", ["http://localhost:11434", "http://localhost:11434/", "http://localhost:11434/v1"])
+def test_ollama_takes_its_address_with_or_without_v1(endpoint: str) -> None:
+    def base_url(container: IronHiveContainer) -> object:
+        return vars(container.slots.primary_client()).get("_base_url")
+
+    assert base_url(IronHiveContainer().add_ironhive_with_ollama(endpoint=endpoint)) == "http://localhost:11434/v1"
+    assert base_url(IronHiveContainer().add_ironhive_with_ollama()) == "http://localhost:11434/v1"
