@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ironhive.adapters.protocol.models import ServerEvent, SessionStartedEvent, UserMessageRequest
 from ironhive.adapters.server.events import to_server_events
 from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.adapters.server.stdio_runner import AgentServerRunner
@@ -25,6 +24,7 @@ from ironhive.domain.sessions import SessionBinding, SessionRequest
 from ironhive.domain.turn import AgentChunk
 from ironhive.domain.turn_options import turn_override
 from ironhive.ports.chat import Preloadable
+from ironhive.protocol.models import ServerEvent, SessionStartedEvent, UserMessageRequest
 
 
 def agent_processor(loop: AgentLoop, binding: SessionBinding | None = None) -> ProcessMessage:

@@ -4,17 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-from ironhive.adapters.protocol.models import (
-    AddendumEvent,
-    ContextCompactedEvent,
-    FallbackEvent,
-    ServerEvent,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
-    ToolEndEvent,
-    ToolStartEvent,
-    TurnEndEvent,
-)
 from ironhive.domain.turn import (
     AddendumChunk,
     AgentChunk,
@@ -29,6 +18,17 @@ from ironhive.domain.turn import (
     cut_reason,
 )
 from ironhive.ports.chat import FinishReason, Usage
+from ironhive.protocol.models import (
+    AddendumEvent,
+    ContextCompactedEvent,
+    FallbackEvent,
+    ServerEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+    TurnEndEvent,
+)
 
 
 async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[ServerEvent]:

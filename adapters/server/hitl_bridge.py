@@ -8,11 +8,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from ironhive.adapters.protocol.models import HitlRequestEvent, HitlResponseRequest
 from ironhive.adapters.system import UuidIdGenerator
 from ironhive.ports.approval import ApprovalDecision, ApprovalRequest
 from ironhive.ports.chat import JsonValue
 from ironhive.ports.system import IdGenerator
+from ironhive.protocol.models import HitlRequestEvent, HitlResponseRequest
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 NO_CLIENT = "no client is attached to answer approval requests"

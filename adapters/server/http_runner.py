@@ -17,7 +17,11 @@ from urllib.parse import quote, urlsplit
 
 import aiohttp
 
-from ironhive.adapters.protocol.models import (
+from ironhive.adapters.retry_after import parse_retry_after
+from ironhive.adapters.server.hitl_bridge import HitlBridge
+from ironhive.adapters.server.turns import ProcessMessage, TurnSession
+from ironhive.domain.errors import IronHiveError
+from ironhive.protocol.models import (
     DEFAULT_PROTOCOL,
     CancelRequest,
     ContextUpdateRequest,
@@ -26,10 +30,6 @@ from ironhive.adapters.protocol.models import (
     UnreadableLineError,
     UserMessageRequest,
 )
-from ironhive.adapters.retry_after import parse_retry_after
-from ironhive.adapters.server.hitl_bridge import HitlBridge
-from ironhive.adapters.server.turns import ProcessMessage, TurnSession
-from ironhive.domain.errors import IronHiveError
 
 log = logging.getLogger(__name__)
 

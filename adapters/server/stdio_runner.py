@@ -13,15 +13,15 @@ import time
 from collections.abc import Callable
 from typing import BinaryIO, NamedTuple, TypeAlias
 
-from ironhive.adapters.protocol.models import (
+from ironhive.adapters.server.hitl_bridge import HitlBridge
+from ironhive.adapters.server.turns import ProcessMessage, TurnSession
+from ironhive.protocol.models import (
     DEFAULT_PROTOCOL,
     ContextUpdateRequest,
     ProtocolRegistry,
     ServerEvent,
     UnreadableLineError,
 )
-from ironhive.adapters.server.hitl_bridge import HitlBridge
-from ironhive.adapters.server.turns import ProcessMessage, TurnSession
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,8 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from ironhive.adapters.protocol.models import (
+from ironhive.adapters.server.hitl_bridge import HitlBridge
+from ironhive.protocol.models import (
     CancelRequest,
     ContextUpdateRequest,
     ErrorEvent,
@@ -18,7 +19,6 @@ from ironhive.adapters.protocol.models import (
     TurnEndEvent,
     UserMessageRequest,
 )
-from ironhive.adapters.server.hitl_bridge import HitlBridge
 
 ProcessMessage = Callable[[UserMessageRequest], AsyncIterator[ServerEvent]]
 """The processor both runners serve: one user message in, its events out (cancellation via task cancel)."""

@@ -24,13 +24,13 @@ from typing import BinaryIO, cast
 
 import pytest
 
-from ironhive.adapters.protocol.models import ServerEvent, TextDeltaEvent, UserMessageRequest
 from ironhive.adapters.scripted.client import ScriptedChatClient, ScriptStep
 from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.adapters.server.stdio_runner import AgentServerRunner
 from ironhive.adapters.server.turns import ProcessMessage
 from ironhive.adapters.system import SystemClock
 from ironhive.domain.agent_loop import AgentLoop
+from ironhive.protocol.models import ServerEvent, TextDeltaEvent, UserMessageRequest
 from ironhive.server import agent_processor
 
 REQUEST = b'{"type":"user_message","content":"go"}\n'

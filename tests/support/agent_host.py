@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 
 from aiohttp import web
 
-from ironhive.adapters.protocol.models import DEFAULT_PROTOCOL, ServerRequest, UnreadableLineError
+from ironhive.protocol.models import DEFAULT_PROTOCOL, ServerRequest, UnreadableLineError
 from tests.support.loopback_server import start_site
 
 Json: TypeAlias = dict[str, Any]

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeAlias
 
-from ironhive.adapters.protocol.models import DEFAULT_PROTOCOL, UnreadableLineError
+from ironhive.protocol.models import DEFAULT_PROTOCOL, UnreadableLineError
 from tests.support.cli import clean_environment, ironhive_executable
 
 Event: TypeAlias = dict[str, Any]

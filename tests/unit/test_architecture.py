@@ -74,3 +74,14 @@ def test_every_module_has_a_one_line_docstring() -> None:
             if not docstring or "\n" in docstring.strip().split("\n\n")[0]:
                 missing.append(str(path.relative_to(ROOT)))
     assert missing == []
+
+
+def test_the_protocol_package_imports_only_the_stdlib_pydantic_and_itself() -> None:
+    allowed = ("pydantic", "pydantic_core", "ironhive.protocol")
+    violations = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sorted((ROOT / "entrypoints" / "protocol").rglob("*.py"))
+        for line, module in imported_modules(path)
+        if module.split(".")[0] not in STDLIB and not module.startswith(allowed)
+    ]
+    assert violations == []

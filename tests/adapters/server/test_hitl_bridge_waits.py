@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ironhive.adapters.protocol.models import HitlRequestEvent, HitlResponseRequest, serialize_event
 from ironhive.adapters.server.hitl_bridge import CONNECTION_CLOSED, HitlBridge
 from ironhive.ports.approval import ApprovalDecision, ApprovalRequest, RiskLevel
+from ironhive.protocol.models import HitlRequestEvent, HitlResponseRequest, serialize_event
 from tests.support.fakes import SequentialIds
 
 

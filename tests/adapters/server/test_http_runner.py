@@ -13,17 +13,6 @@ from typing import Literal
 import aiohttp
 import pytest
 
-from ironhive.adapters.protocol.models import (
-    DEFAULT_PROTOCOL,
-    CancelRequest,
-    ContextUpdateRequest,
-    FallbackEvent,
-    HitlResponseRequest,
-    ServerEvent,
-    ShutdownRequest,
-    TextDeltaEvent,
-    UserMessageRequest,
-)
 from ironhive.adapters.scripted.client import ScriptedChatClient, ScriptedToolCall, ScriptStep
 from ironhive.adapters.server.events import to_server_events
 from ironhive.adapters.server.hitl_bridge import CONNECTION_CLOSED, HitlBridge
@@ -38,6 +27,17 @@ from ironhive.adapters.server.turns import ProcessMessage
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.ports.approval import ApprovalRequest, RiskLevel
 from ironhive.ports.chat import Usage
+from ironhive.protocol.models import (
+    DEFAULT_PROTOCOL,
+    CancelRequest,
+    ContextUpdateRequest,
+    FallbackEvent,
+    HitlResponseRequest,
+    ServerEvent,
+    ShutdownRequest,
+    TextDeltaEvent,
+    UserMessageRequest,
+)
 from tests.support.agent_host import LoopbackAgentHost
 from tests.support.fakes import FakeClock, RecordingTool
 

@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from ironhive.adapters.protocol.models import (
+from ironhive.adapters.server.stdio_runner import AgentServerRunner, _Line, _LineReader
+from ironhive.adapters.server.turns import TurnSession
+from ironhive.protocol.models import (
     CancelRequest,
     HitlResponseRequest,
     ServerEvent,
@@ -20,8 +22,6 @@ from ironhive.adapters.protocol.models import (
     UserMessageRequest,
     parse_event,
 )
-from ironhive.adapters.server.stdio_runner import AgentServerRunner, _Line, _LineReader
-from ironhive.adapters.server.turns import TurnSession
 
 REFUSAL = (
     "The turn queue is full (at most 2 messages and 1000 bytes may wait): the message was not taken; "

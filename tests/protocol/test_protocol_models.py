@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from syrupy.assertion import SnapshotAssertion
 
-from ironhive.adapters.protocol.models import (
+from ironhive.protocol.models import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_PROTOCOL,
     TOOL_OUTPUT_LIMIT_BYTES,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ironhive.adapters.protocol.models import (
+from ironhive.protocol.models import (
     DEFAULT_PROTOCOL,
     ProtocolRegistry,
     ServerEvent,
