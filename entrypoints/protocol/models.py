@@ -364,6 +364,19 @@ class ContextCompactedEvent(ServerEvent):
     summary_used: bool = False
 
 
+class UnknownEvent(ServerEvent):
+    """An event this version cannot read as its model, kept whole so a client can skip it instead of failing.
+
+    :meth:`ProtocolRegistry.parse_event` returns it for an unregistered ``type`` and for a known ``type`` carrying a
+    value this version does not know in a closed set (a new ``fallback.kind``); its other properties are in
+    ``model_extra``, in their order, and it serializes back to the same object.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+
+
 # --- codec and registry ----------------------------------------------------------------------------------------------
 
 _Tagged = TypeVar("_Tagged", ServerRequest, ServerEvent)
@@ -437,10 +450,20 @@ class ProtocolRegistry:
     def parse_event(self, line: str | bytes) -> ServerEvent:
         """Read one event line (text, or bytes decoded as strict UTF-8).
 
+        Forward compatible: an event of a type this registry does not know, or of a known type with an unknown value
+        in a closed set (``fallback.kind``), is returned as :class:`UnknownEvent` rather than refused.
+
         Raises:
-            UnreadableLineError: The line is not a well-formed event of a registered type.
+            UnreadableLineError: The line is not a JSON object with a string ``type``, or a known event is malformed.
         """
-        return _validate(self._load(line), self._events, "event")
+        value = self._load(line)
+        tag = value.get("type")
+        if isinstance(tag, str) and tag not in self._events:
+            return UnknownEvent.model_validate(value)
+        try:
+            return _validate(value, self._events, "event")
+        except _NewVariantError:
+            return UnknownEvent.model_validate(value)
 
     def serialize_request(self, request: ServerRequest) -> str:
         """Write a request as one compact JSON line (no trailing newline).
@@ -506,7 +529,14 @@ def _validate(value: dict[str, Any], table: Mapping[str, type[_Tagged]], kind: s
     try:
         return cls.model_validate(value)
     except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        if errors and all(error["type"] == "literal_error" and error["loc"] != ("type",) for error in errors):
+            raise _NewVariantError(_describe(tag, exc)) from None
         raise UnreadableLineError(_describe(tag, exc)) from None
+
+
+class _NewVariantError(UnreadableLineError):
+    """Only a closed-set value is unknown: a newer peer's variant (an event reader keeps it as UnknownEvent)."""
 
 
 def _describe(tag: str, exc: ValidationError) -> str:
@@ -523,7 +553,7 @@ def _describe(tag: str, exc: ValidationError) -> str:
 
 def _dump(model: _Tagged, table: Mapping[str, type[_Tagged]], kind: str) -> str:
     registered = table.get(model.type)
-    if registered is None or not isinstance(model, registered):
+    if not isinstance(model, UnknownEvent) and (registered is None or not isinstance(model, registered)):
         raise ValueError(f"{kind} type {model.type!r} ({type(model).__name__}) is not registered in this protocol")
     line = json.dumps(model.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     # Python strings may hold lone surrogates (e.g. from surrogateescape'd tool output); UTF-8 cannot carry them.

@@ -37,6 +37,7 @@ from ironhive.protocol.models import (
     ToolStartEvent,
     TurnEndEvent,
     TurnOptions,
+    UnknownEvent,
     UnreadableLineError,
     UserMessageRequest,
     cap_tool_output,
@@ -384,14 +385,12 @@ def test_default_registry_is_untouched_by_extensions() -> None:
     assert "ping" not in DEFAULT_PROTOCOL.requests
     with pytest.raises(UnreadableLineError, match="unknown request type 'ping'"):
         parse_request('{"type":"ping","nonce":1}')
-    with pytest.raises(UnreadableLineError, match="unknown event type 'progress'"):
-        parse_event('{"type":"progress","percent":1}')
+    assert parse_event('{"type":"progress","percent":1}') == UnknownEvent(type="progress", percent=1)
     with pytest.raises(ValueError, match="not registered"):
         serialize_request(PingRequest(nonce=1))
     with pytest.raises(ValueError, match="not registered"):
         serialize_event(ProgressEvent(percent=1))
-    with pytest.raises(UnreadableLineError, match="unknown event type 'cancel'"):
-        parse_event('{"type":"cancel"}')
+    assert type(parse_event('{"type":"cancel"}')) is UnknownEvent  # a request is no event this reader knows
 
 
 def test_registry_can_replace_a_built_in_type() -> None:
@@ -419,3 +418,31 @@ def test_registry_rejects_classes_without_a_literal_type() -> None:
         DEFAULT_PROTOCOL.with_request(TextDeltaEvent)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a subclass of ServerEvent"):
         DEFAULT_PROTOCOL.with_event(ServerEvent)
+
+
+def test_an_unknown_event_type_parses_into_a_generic_event_that_writes_back_the_same_line() -> None:
+    line = '{"type":"progress_report","percent":42,"steps":[{"name":"a"}],"note":null}'
+    event = parse_event(line)
+    assert isinstance(event, UnknownEvent) and event.type == "progress_report"
+    assert event.model_extra == {"percent": 42, "steps": [{"name": "a"}], "note": None}
+    assert serialize_event(event) == line
+
+
+def test_an_unknown_fallback_kind_parses_into_a_generic_event() -> None:
+    line = '{"type":"fallback","kind":"paused","provider_index":0,"total_providers":2,"category":"x","message":"m"}'
+    event = parse_event(line)
+    assert type(event) is UnknownEvent and event.type == "fallback" and serialize_event(event) == line
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"type":"text_delta"}', "text_delta.content: Field required"),
+        ('{"type":"fallback","kind":"paused"}', "fallback.kind: Input should be"),
+        ('{"content":"x"}', 'event has no "type"'),
+        ('{"type":7}', 'event "type" must be a string'),
+    ],
+)
+def test_a_malformed_known_event_or_a_line_without_a_type_is_still_unreadable(line: str, message: str) -> None:
+    with pytest.raises(UnreadableLineError, match=message):
+        parse_event(line)
