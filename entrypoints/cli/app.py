@@ -188,6 +188,9 @@ def run(
 
 def run_app(args: list[str]) -> int:
     """Parse ``args`` and run the matching command; returns the exit code."""
+    from ironhive.lean_imports import import_dependency_injector
+
+    import_dependency_injector()  # this process never uses dependency-injector's wiring: skip what it probes for
     try:
         result = app(args, exit_on_error=False, print_error=True)
     except SystemExit as stop:  # cyclopts exits for --help/--version/usage errors
