@@ -7,11 +7,12 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ironhive.adapters.config.loader import LoadedConfig, load_config
 from ironhive.adapters.config.private_files import secure_user_directory
 from ironhive.adapters.config.schema import IronHiveConfig, permission_rules, sandbox_section
-from ironhive.adapters.mcp.trust import TrustDecider
+from ironhive.adapters.mcp.plugin_files import plugin_file_exists
 from ironhive.adapters.permissions.loader import load_permission_policy
 from ironhive.adapters.tools.sandbox import SandboxSettings
 from ironhive.container import IronHiveContainer
@@ -26,6 +27,9 @@ from ironhive.ports.approval import ApprovalService
 from ironhive.ports.chat import ChatClient, ChatOptions
 from ironhive.ports.tools import Tool
 from ironhive.providers import ProviderChoice, provider_chain, select_provider
+
+if TYPE_CHECKING:
+    from ironhive.adapters.mcp.trust import TrustDecider
 
 CLI_OPTIONS = ChatOptions(temperature=0.7, max_output_tokens=4096)
 
@@ -155,9 +159,13 @@ async def open_agent(settings: AgentSettings, *, trust: TrustDecider | None = No
     Raises:
         ConfigurationError: A permission file, plugin file or section is broken, or a provider cannot be built.
     """
+    project = settings.working_directory.resolve()
+    if not plugin_file_exists(project, Path.home()):  # nothing to start: the MCP adapter and its SDK stay unimported
+        yield await build_agent(settings)
+        return
     from ironhive.adapters.mcp.provider import McpToolProvider
 
-    async with McpToolProvider.from_config(settings.working_directory.resolve(), trust=trust) as plugins:
+    async with McpToolProvider.from_config(project, trust=trust) as plugins:
         yield await build_agent(settings, extra_tools=await plugins.get_tools())
 
 

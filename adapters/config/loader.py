@@ -332,7 +332,7 @@ def _other_untrusted_files(project: Path, trust: ProjectTrust) -> list[tuple[str
 
     A file that cannot be read is left to its own loader, which reports it when it reads it.
     """
-    from ironhive.adapters.mcp.plugin_config import find_project_plugin_file
+    from ironhive.adapters.mcp.plugin_files import find_project_plugin_file
     from ironhive.adapters.permissions.loader import find_permission_file
 
     found: list[tuple[str, tuple[Path, str]]] = []
@@ -365,7 +365,7 @@ def _same_file(first: Path, second: Path) -> bool:
 def project_trust_files(project: Path, home: Path) -> tuple[Path, ...]:
     """The project's files that need trust to take effect, those that exist: its ``.ironhive/config.yaml``, its
     permission file, its plugin file and its ``.env`` (the first that exists of each kind)."""
-    from ironhive.adapters.mcp.plugin_config import find_project_plugin_file
+    from ironhive.adapters.mcp.plugin_files import find_project_plugin_file
     from ironhive.adapters.permissions.loader import find_permission_file
 
     config_file = project_config_path(project)

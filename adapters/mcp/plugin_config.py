@@ -48,18 +48,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from ironhive.adapters.config.safe_files import JsonNestingError, decode_text, load_json, load_yaml, read_limited_bytes
+from ironhive.adapters.mcp.plugin_files import find_project_plugin_file, global_plugin_file
 from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, to_plain_json
 from ironhive.domain.errors import ConfigurationError
-
-PROJECT_PLUGIN_FILES = (
-    ".ironhive/plugins.yaml",
-    ".ironhive/plugins.yml",
-    ".ironhive/plugins.json",
-    "plugins.yaml",
-    "plugins.yml",
-    "plugins.json",
-)
-"""Where a project's plugin file may be, relative to the project directory; the first that exists is used."""
 
 DEFAULT_TIMEOUT_MS = 30_000
 
@@ -225,20 +216,6 @@ class MergedPlugins:
     servers: tuple[tuple[McpServerConfig, PluginFile], ...]
     auto_connect: bool
     excluded: tuple[str, ...]
-
-
-def global_plugin_file(home: Path) -> Path:
-    """The user's own plugin file, ``~/.ironhive/plugins.yaml``."""
-    return home / ".ironhive" / "plugins.yaml"
-
-
-def find_project_plugin_file(project_dir: Path) -> Path | None:
-    """The first of ``PROJECT_PLUGIN_FILES`` that exists in ``project_dir``, as an absolute path, or ``None``."""
-    for relative in PROJECT_PLUGIN_FILES:
-        candidate = project_dir / relative
-        if candidate.exists():
-            return candidate.absolute()
-    return None
 
 
 def load_plugin_files(project_dir: Path, home: Path) -> tuple[PluginFile, ...]:

@@ -186,6 +186,8 @@ class McpToolProvider:
         if not self._entered:
             raise RuntimeError("Use McpToolProvider as an async context manager before asking for tools")
         await self._start_all()
+        if not self._connections:
+            return []
         from ironhive.adapters.mcp.mapping import tool_name, tool_spec
 
         tools: list[Tool] = []

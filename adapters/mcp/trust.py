@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ironhive.adapters.config.trust import (
     TRUST_FILE_NAME,
@@ -34,8 +34,10 @@ from ironhive.adapters.config.trust import (
     trust_all_requested,
     was_declined,
 )
-from ironhive.adapters.mcp.plugin_config import McpServerConfig, MergedPlugins, PluginFile
 from ironhive.adapters.mcp.status import McpServerStatus
+
+if TYPE_CHECKING:
+    from ironhive.adapters.mcp.plugin_config import McpServerConfig, MergedPlugins, PluginFile
 
 logger = logging.getLogger(__name__)
 

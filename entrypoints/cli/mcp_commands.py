@@ -198,7 +198,7 @@ def _cell(value: object) -> str:
 
 
 def _resolve_file(file: str | None) -> Path | None:
-    from ironhive.adapters.mcp.plugin_config import PROJECT_PLUGIN_FILES, find_project_plugin_file
+    from ironhive.adapters.mcp.plugin_files import PROJECT_PLUGIN_FILES, find_project_plugin_file
 
     if file is not None:
         path = Path(file).absolute()
@@ -213,7 +213,7 @@ def _resolve_file(file: str | None) -> Path | None:
 
 
 def _is_global(path: Path) -> bool:
-    from ironhive.adapters.mcp.plugin_config import global_plugin_file
+    from ironhive.adapters.mcp.plugin_files import global_plugin_file
 
     candidate = global_plugin_file(Path.home())
     try:

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ironhive.adapters.mcp.plugin_config import (
+from ironhive.adapters.mcp.plugin_config import load_plugin_files, merge_plugin_files, read_plugin_file
+from ironhive.adapters.mcp.plugin_files import (
     PROJECT_PLUGIN_FILES,
     find_project_plugin_file,
     global_plugin_file,
-    load_plugin_files,
-    merge_plugin_files,
-    read_plugin_file,
+    plugin_file_exists,
 )
 from ironhive.domain.errors import ConfigurationError
 
@@ -51,6 +50,16 @@ def test_the_first_existing_file_in_the_documented_order_is_used(tmp_path: Path)
         write(tmp_path / relative, "plugins: {}\n")
         assert find_project_plugin_file(tmp_path) == (tmp_path / relative).absolute()
     assert PROJECT_PLUGIN_FILES[0] == ".ironhive/plugins.yaml"
+
+
+def test_a_plugin_file_exists_exactly_when_one_would_be_read(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    assert not plugin_file_exists(project, home) and load_plugin_files(project, home) == ()
+    write(project / "plugins.json", "{}")
+    assert plugin_file_exists(project, home)
+    (project / "plugins.json").unlink()
+    write(global_plugin_file(home), "plugins: {}\n")
+    assert plugin_file_exists(project, home)
 
 
 def test_a_full_file_reads_with_every_key(tmp_path: Path) -> None:
