@@ -89,10 +89,11 @@ class LlamaCppChatClient:
 
     Tools: when ``options.tools`` offers any (and ``tool_mode`` is not ``none``), the system prompt names them and the
     reply is held by a llama.cpp grammar to one JSON object, a tool call or an answer (see
-    :mod:`ironhive.adapters.llamacpp.tool_calling`). A call comes back as a ``ToolCallPart`` with the arguments the
-    model wrote, even when they do not fit the tool's schema (the agent loop answers those with a recovery
-    directive). An answer's text streams as it is generated, unescaped from the JSON string. Without tools the model
-    answers in free text, streamed.
+    :mod:`ironhive.adapters.llamacpp.tool_calling`), applied only to the tokens it rejects
+    (:mod:`ironhive.adapters.llamacpp.sampling`); the reply ends at the object's closing brace. A call comes back as
+    a ``ToolCallPart`` with the arguments the model wrote, even when they do not fit the tool's schema (the agent loop
+    answers those with a recovery directive). An answer's text streams as it is generated, unescaped from the JSON
+    string. Without tools the model answers in free text, streamed.
 
     Args:
         model_path: The GGUF file to run; ``None`` runs the bundled SmolLM2-135M-Instruct model.

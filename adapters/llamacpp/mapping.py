@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar
+from typing import TypeAlias
 
 from ironhive.domain.errors import ConfigurationError
 from ironhive.ports.chat import (
@@ -25,7 +25,6 @@ DEFAULT_MAX_OUTPUT_TOKENS = 512
 LlamaMessage: TypeAlias = dict[str, str]
 """One chat message as llama-cpp-python's ``create_chat_completion`` takes it."""
 
-_Scores = TypeVar("_Scores")
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
@@ -198,24 +197,26 @@ def text_delta_of(chunk: Mapping[str, object]) -> tuple[str, object]:
 
 
 class TokenCounter:
-    """Counts prompt and sampled tokens, called by llama.cpp as a logits processor before each token is sampled.
+    """Counts prompt and sampled tokens of one generation (llama-cpp-python reports no usage when streaming).
 
-    llama-cpp-python reports no usage when streaming. Its sampler hands every processor the tokens in the context so
-    far, so the first call sees exactly the prompt llama.cpp evaluated (after applying the chat template), and the
-    number of calls is the number of tokens sampled. It runs inside a ctypes callback, where an exception cannot
-    propagate, so it does nothing that can raise.
+    The worker calls :meth:`sampled` for each token llama-cpp-python's ``generate`` yields, with the number of prompt
+    tokens it was given (the prompt llama.cpp evaluated, after applying the chat template).
     """
 
     def __init__(self) -> None:
         self.prompt_tokens: int | None = None
         self.sampled_tokens = 0
+        self._end_token_sampled = True
 
-    def __call__(self, input_ids: Sized, scores: _Scores) -> _Scores:
-        """Record one sampling step and return the scores unchanged."""
+    def sampled(self, prompt_tokens: int) -> None:
+        """Record one sampled token of a generation from a prompt of ``prompt_tokens`` tokens."""
         if self.prompt_tokens is None:
-            self.prompt_tokens = len(input_ids)
+            self.prompt_tokens = prompt_tokens
         self.sampled_tokens += 1
-        return scores
+
+    def ended_without_end_token(self) -> None:
+        """The generation stopped (finish reason ``stop``) before the model sampled its end-of-generation token."""
+        self._end_token_sampled = False
 
     def usage(self, finish_reason: FinishReason | None) -> Usage:
         """The usage of the finished generation.
@@ -228,6 +229,6 @@ class TokenCounter:
             token ends a ``stop`` and is sampled but not part of the completion.
         """
         completion = self.sampled_tokens
-        if finish_reason == "stop" and completion > 0:
+        if finish_reason == "stop" and completion > 0 and self._end_token_sampled:
             completion -= 1
         return Usage(input_tokens=self.prompt_tokens, output_tokens=completion)

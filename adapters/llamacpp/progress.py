@@ -41,6 +41,7 @@ class LocalRunStats:
         restored_tokens: Prompt tokens whose evaluated state was loaded from the on-disk prefix cache.
         context_tokens: Tokens in llama.cpp's context when the call ended (prompt plus evaluated reply tokens).
         prefill_seconds: Seconds spent evaluating the prompt (restoring included).
+        resampled_tokens: Reply tokens the grammar rejected at first, sampled again with the grammar applied.
     """
 
     prompt_tokens: int
@@ -49,3 +50,4 @@ class LocalRunStats:
     restored_tokens: int
     context_tokens: int
     prefill_seconds: float
+    resampled_tokens: int = 0

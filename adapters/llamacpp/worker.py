@@ -23,9 +23,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
+import functools
 import importlib
+import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -42,6 +45,7 @@ from ironhive.adapters.llamacpp.prefix_cache import (
     model_file_identity,
 )
 from ironhive.adapters.llamacpp.repetition import RepetitionDetector
+from ironhive.adapters.llamacpp.sampling import grammar_last_init_sampler
 from ironhive.ports.chat import FinishReason
 
 OVERFLOW_MARKER: Final = "exceed context window"
@@ -122,6 +126,8 @@ class _Run:
         self.started = time.perf_counter()
         self.prefill_seconds = 0.0
         self.awaiting_prefill = True
+        self.counter = TokenCounter()
+        self.resampled = 0
 
     def stats(self, context_tokens: int) -> Frame:
         return {
@@ -131,6 +137,7 @@ class _Run:
             "restored_tokens": min(self.restored, self.prompt_tokens - self.evaluated),
             "context_tokens": context_tokens,
             "prefill_seconds": self.prefill_seconds,
+            "resampled_tokens": self.resampled,
         }
 
 
@@ -305,8 +312,10 @@ class Worker:
         """Route llama-cpp-python's ``generate`` and ``eval`` of this model through the worker.
 
         ``generate`` first restores a longer evaluated prefix from disk, if there is one; llama-cpp-python's own
-        prefix match then evaluates only the rest. ``eval`` evaluates the prompt in ``n_batch`` chunks (as it would),
-        reporting progress and honouring a stop between chunks.
+        prefix match then evaluates only the rest; it counts the tokens sampled (llama-cpp-python reports no usage
+        when streaming). ``eval`` evaluates the prompt in ``n_batch`` chunks (as it would), reporting progress and
+        honouring a stop between chunks. ``_init_sampler`` applies a grammar last, llama.cpp's way
+        (:mod:`ironhive.adapters.llamacpp.sampling`).
         """
         cls = type(llama)
 
@@ -316,7 +325,9 @@ class Worker:
             run.prompt_tokens = len(tokens)
             run.started = time.perf_counter()
             run.restored = self._restore(llama, tokens)
-            yield from cls.generate(llama, tokens, **kwargs)
+            for token in cls.generate(llama, tokens, **kwargs):
+                run.counter.sampled(len(tokens))
+                yield token
 
         def evaluate(tokens: Sequence[int]) -> None:
             run = self._run
@@ -341,6 +352,14 @@ class Worker:
 
         llama.generate = generate
         llama.eval = evaluate
+        low = getattr(self._module, "llama_cpp", None)
+        if hasattr(cls, "_init_sampler") and hasattr(low, "llama_sampler_apply"):
+
+            def resampled() -> None:
+                self._run.resampled += 1
+
+            stock = functools.partial(cls._init_sampler, llama)
+            llama._init_sampler = grammar_last_init_sampler(llama, low, stock, on_resample=resampled)
 
     def _in_memory_prefix(self, llama: Any, tokens: Sequence[int]) -> int:
         held = llama.input_ids[: llama.n_tokens].tolist()
@@ -417,22 +436,17 @@ class Worker:
         llama = self._loaded()
         request_id = request.get("id")
         self._run = run = _Run()
-        counter = TokenCounter()
         extra: dict[str, Any] = dict(request.get("completion") or {})
         chunks: Any = None
         finish_reason: FinishReason | None = None
         stopped = False
         detector = RepetitionDetector()
+        reply = _JsonReply() if isinstance(request.get("grammar"), str) else None
         try:
             grammar = request.get("grammar")
             if isinstance(grammar, str):
                 extra["grammar"] = self._checked_grammar(llama, grammar)
-            chunks = llama.create_chat_completion(
-                messages=request.get("messages") or [],
-                stream=True,
-                logits_processor=self._module.LogitsProcessorList([counter]),
-                **extra,
-            )
+            chunks = llama.create_chat_completion(messages=request.get("messages") or [], stream=True, **extra)
             while True:
                 # Checked before asking for each chunk, so generation stops at the next token once asked to.
                 if self._stop.is_set():
@@ -447,6 +461,11 @@ class Worker:
                     if detector.feed(text):
                         finish_reason = "repetition"
                         break
+                    if reply is not None and reply.feed(text):
+                        # The grammar allows nothing but the end now: sampling it would cost a token for nothing.
+                        finish_reason = "stop"
+                        run.counter.ended_without_end_token()
+                        break
                 finish_reason = finish_reason_of(raw_finish) or finish_reason
         except _Stopped:
             stopped = True
@@ -460,7 +479,7 @@ class Worker:
         finally:
             if chunks is not None:
                 chunks.close()  # finalizes llama-cpp-python's generator, which ends its token loop
-        usage = counter.usage(finish_reason)
+        usage = run.counter.usage(finish_reason)
         self._current = None  # a late stop must not reach the next request
         self.send(
             {
@@ -477,8 +496,28 @@ class Worker:
         self._save(llama)  # after the reply went out: the client does not wait for the disk
 
 
+class _JsonReply:
+    """Tells when a grammar-held reply is one whole JSON object (then only the end of generation may follow)."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def feed(self, text: str) -> bool:
+        """Add generated text; ``True`` once the text so far is a complete JSON object."""
+        self._parts.append(text)
+        if not text.rstrip().endswith("}"):
+            return False
+        try:
+            return isinstance(json.loads("".join(self._parts)), dict)
+        except ValueError:
+            return False
+
+
 def main() -> None:
     """Serve one client over stdin/stdout until it closes stdin."""
+    # Ctrl+C reaches the whole process group: the client decides what it means (stop the reply, end the run) and
+    # tells this process; dying of it here would turn an interrupt into a "crash" and lose the loaded model.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Frames get their own descriptor; whatever native code prints to stdout goes to stderr instead.
     frames = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -488,6 +527,11 @@ def main() -> None:
     reader = threading.Thread(target=worker.read_requests, args=(sys.stdin.buffer,), name="frames", daemon=True)
     reader.start()
     worker.serve()
+    # Everything worth keeping is written (frames flushed, cache files renamed into place). Tearing llama.cpp down
+    # at interpreter exit can take a second after a generation, and the client waits for this process to end.
+    with contextlib.suppress(OSError, ValueError):
+        frames.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

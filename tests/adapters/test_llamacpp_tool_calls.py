@@ -579,6 +579,24 @@ async def test_an_answer_streams_as_unescaped_deltas(greedy_client: object) -> N
 
 
 @pytest.mark.local_model
+async def test_the_grammar_judges_the_vocabulary_only_for_tokens_it_rejects(greedy_client: object) -> None:
+    from ironhive.adapters.llamacpp.client import LlamaCppChatClient
+
+    assert isinstance(greedy_client, LlamaCppChatClient)
+    messages = (ChatMessage.of_text(Role.USER, "Say hello to me."),)
+    options = ChatOptions(tools=(READ_FILE,), temperature=0.0, max_output_tokens=64)
+
+    response = await greedy_client.get_response(messages, options)
+
+    run = greedy_client.last_run
+    assert run is not None and response.usage is not None and response.usage.output_tokens
+    assert response.finish_reason == "stop" and response.message.text.strip()
+    # The model's own first choice is not "{": that token is sampled again under the grammar; most others pass as
+    # they are. The reply ends at its closing brace (no end-of-generation token sampled after it).
+    assert 1 <= run.resampled_tokens < response.usage.output_tokens / 2
+
+
+@pytest.mark.local_model
 async def test_a_streamed_call_arrives_whole_with_the_last_update(greedy_client: object) -> None:
     from ironhive.adapters.llamacpp.client import LlamaCppChatClient
 
