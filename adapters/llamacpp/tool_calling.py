@@ -13,10 +13,13 @@ Earlier rounds are shown to the model in the same format (see ``to_llama_message
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from pathlib import Path
+from typing import Final, cast
 
 from ironhive.adapters.llamacpp.grammar_schema import grammar_schema, literal_safe
 from ironhive.adapters.llamacpp.mapping import LlamaMessage
@@ -164,11 +167,50 @@ def response_grammar(plan: ToolPlan) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _gbnf(schema_json: str) -> str:
+    return str(_converter()(schema_json))
+
+
+_CONVERTER_MODULE: Final = "_ironhive_llama_grammar"
+
+
+@functools.cache
+def _converter() -> Callable[[str], object]:
+    """llama-cpp-python's JSON-schema-to-grammar converter (``llama_cpp.llama_grammar.json_schema_to_gbnf``).
+
+    Importing ``llama_cpp.llama_grammar`` first runs the package's ``__init__``, which loads the native library, numpy
+    and jinja2: a few tenths of a second in a process that only wants the grammar's text (the model runs in the
+    worker). The converter's module imports nothing but the standard library, so it is loaded from its file alone,
+    under a private name; where that fails (another layout), it is imported the usual way.
+
+    Raises:
+        ConfigurationError: llama-cpp-python is not installed.
+    """
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None:
+        raise ConfigurationError(_MISSING)
+    for folder in spec.submodule_search_locations or ():
+        source = Path(folder) / "llama_grammar.py"
+        alone = importlib.util.spec_from_file_location(_CONVERTER_MODULE, source)
+        if alone is None or alone.loader is None or not source.is_file():
+            continue
+        module = importlib.util.module_from_spec(alone)
+        sys.modules[_CONVERTER_MODULE] = module
+        try:
+            alone.loader.exec_module(module)
+            convert = module.json_schema_to_gbnf
+        except Exception:  # not the module this expects: import it the usual way
+            sys.modules.pop(_CONVERTER_MODULE, None)
+            break
+        if callable(convert):
+            return cast("Callable[[str], object]", convert)
     try:
         from llama_cpp.llama_grammar import json_schema_to_gbnf
     except (ImportError, OSError, RuntimeError) as exc:
-        raise ConfigurationError('Local inference needs llama-cpp-python; pip install "ironhive[local]"') from exc
-    return str(json_schema_to_gbnf(schema_json))
+        raise ConfigurationError(_MISSING) from exc
+    return cast("Callable[[str], object]", json_schema_to_gbnf)
+
+
+_MISSING: Final = 'Local inference needs llama-cpp-python; pip install "ironhive[local]"'
 
 
 def tool_instructions(plan: ToolPlan, *, compact: bool = False) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -253,6 +255,30 @@ def test_grammar_names_every_tool_and_keeps_tool_before_arguments(builtin_specs:
     required = response_grammar(ToolPlan(tools=builtin_specs[:1], allow_answer=False))
     assert "answer" not in required
     assert "write_file" not in required
+
+
+def test_the_grammar_is_built_without_loading_llama_cpp_and_as_its_converter_builds_it() -> None:
+    pytest.importorskip("llama_cpp")
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from ironhive.adapters.llamacpp.tool_calling import ToolPlan, response_grammar, response_schema\n"
+        "from ironhive.adapters.tools.provider import BuiltInToolProvider\n"
+        "specs = tuple(tool.spec for tool in BuiltInToolProvider(Path.cwd())._tools)\n"
+    )
+    # A fresh interpreter: the parent process builds grammars, and must not pay for loading llama.cpp to do so.
+    check = code + (
+        "plan = ToolPlan(tools=specs, allow_answer=True)\n"
+        "grammar = response_grammar(plan)\n"
+        "assert 'llama_cpp' not in sys.modules, sorted(m for m in sys.modules if m.startswith('llama_cpp'))\n"
+        "from llama_cpp.llama_grammar import json_schema_to_gbnf\n"
+        "assert grammar == json_schema_to_gbnf(json.dumps(response_schema(plan)))\n"
+        "print(len(grammar))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 1000
 
 
 def test_a_schema_the_converter_still_rejects_falls_back_to_free_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
