@@ -14,6 +14,7 @@ from ironhive.cli.config_commands import register as register_config_commands
 from ironhive.cli.doctor import register as register_doctor
 from ironhive.cli.mcp_commands import register as register_mcp_commands
 from ironhive.cli.models_command import register as register_models_command
+from ironhive.cli.protocol_command import register as register_protocol_command
 from ironhive.cli.session_commands import register as register_session_commands
 from ironhive.cli.trust_command import register as register_trust_command
 from ironhive.cli.update import register as register_update
@@ -212,5 +213,6 @@ for register in (
     register_trust_command,
     register_doctor,
     register_update,
+    register_protocol_command,
 ):
     register(app)
