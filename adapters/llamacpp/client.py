@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
+from ironhive.adapters.llamacpp import early_start
 from ironhive.adapters.llamacpp.context_length import UNKNOWN_TRAINED_CONTEXT, auto_context_length, total_ram_bytes
 from ironhive.adapters.llamacpp.crash import crash_error
 from ironhive.adapters.llamacpp.mapping import (
@@ -75,9 +76,9 @@ class LlamaCppChatClient:
     llama.cpp's native code runs in that worker (:mod:`ironhive.adapters.llamacpp.worker`), never in this process, so
     a native crash (an instruction the CPU does not support, say) ends the worker only and the call raises
     :class:`~ironhive.domain.errors.LocalModelCrashedError` naming the cause and the setting that avoids it; the next
-    call starts a fresh worker. The worker starts and loads the model on the first call and stays until
-    :meth:`close`. Calls take turns (one llama.cpp context serves one call at a time), and a generation stops at the
-    next token once the caller stops reading a stream or is cancelled.
+    call starts a fresh worker. The worker starts and loads the model on the first call (or earlier, with
+    :meth:`start_early`) and stays until :meth:`close`. Calls take turns (one llama.cpp context serves one call at a
+    time), and a generation stops at the next token once the caller stops reading a stream or is cancelled.
 
     Before loading, the worker decides llama.cpp's extra buffer types (AMX, repacked weights) by probing the CPU
     (:mod:`ironhive.adapters.llamacpp.cpu_probe`) unless ``extra_buffer_types`` says otherwise. The evaluated state
@@ -199,6 +200,17 @@ class LlamaCppChatClient:
     def last_run(self) -> LocalRunStats | None:
         """How the last generation used its prompt (tokens evaluated, reused from memory, restored from disk)."""
         return self._last_run
+
+    def start_early(self) -> None:
+        """Start a worker and its model load now, without waiting, for the first call of a client with these settings.
+
+        The worker is handed to :mod:`~ironhive.adapters.llamacpp.early_start`: the first client in this process that
+        needs a worker with the same load settings (this one, or one built later with the same arguments) takes it
+        over and reads its load reply, so the model loads while the caller goes on with its own start-up. A worker
+        nobody takes is ended when the process exits. Does nothing for a client with a custom ``worker_command``.
+        """
+        if self._worker_command is None:
+            early_start.start(self._load_settings())
 
     async def warm_up(self) -> None:
         """Start the worker and load the model now, off the event loop (the ``Preloadable`` port)."""
@@ -410,11 +422,29 @@ class LlamaCppChatClient:
             return worker
         if worker is not None:
             worker.close()
-        worker = WorkerProcess(self._worker_command)
+        settings = self._load_settings()
+        early = early_start.claim(settings) if self._worker_command is None else None
+        worker = early.worker if early is not None else WorkerProcess(self._worker_command)
         self._decision = None
         self._worker = worker
         self._finalizer = weakref.finalize(self, worker.close)
-        settings: _Frame = {
+        request: _Frame = {"op": "load", "settings": settings}
+        try:
+            if early is not None:  # its load request is on its way already
+                _log.info("local model: took over worker %d, started early", worker.pid)
+                reply = self._request(worker, {**request, "id": early.request_id}, stage="loading the model", sent=True)
+            else:
+                reply = self._request(worker, request, stage="loading the model")
+        except BaseException:
+            self._discard(worker)
+            raise
+        params = reply.get("params")
+        self._load_parameters = dict(params) if isinstance(params, dict) else {}
+        return worker
+
+    def _load_settings(self) -> _Frame:
+        """The worker's ``load`` settings (compared as a whole when taking over a worker started early)."""
+        return {
             "model_path": str(self._model_path),
             "n_ctx": self._n_ctx,
             "n_threads": self._n_threads,
@@ -423,14 +453,6 @@ class LlamaCppChatClient:
             "prefix_cache_dir": str(self._prefix_cache_dir or default_cache_dir(Path.home())),
             "prefix_cache_max_bytes": self._prefix_cache_max_bytes,
         }
-        try:
-            reply = self._request(worker, {"op": "load", "settings": settings}, stage="loading the model")
-        except BaseException:
-            self._discard(worker)
-            raise
-        params = reply.get("params")
-        self._load_parameters = dict(params) if isinstance(params, dict) else {}
-        return worker
 
     def _discard(self, worker: WorkerProcess) -> None:
         if self._worker is worker:
@@ -448,12 +470,14 @@ class LlamaCppChatClient:
         stage: str,
         on_delta: Callable[[str], None] | None = None,
         after_send: Callable[[], None] | None = None,
+        sent: bool = False,
     ) -> _Frame:
-        """Send ``request`` and read frames until its answer; progress and deltas go to their callbacks."""
+        """Send ``request`` (unless it was ``sent`` already) and read frames until its answer; progress and deltas go
+        to their callbacks."""
         request_id = request.get("id")
         if not isinstance(request_id, int):
             request_id = worker.next_id()
-        if not worker.send({**request, "id": request_id}):
+        if not sent and not worker.send({**request, "id": request_id}):
             raise self._crashed(worker, stage)
         if after_send is not None:
             after_send()

@@ -117,6 +117,16 @@ class PrefixStateCache:
         except OSError:
             return []
 
+    def most_recent(self) -> Path | None:
+        """The entry used (loaded or saved) last, if there is one."""
+        newest: tuple[float, Path] | None = None
+        for path in self.entries():
+            with contextlib.suppress(OSError):
+                used = path.stat().st_mtime
+                if newest is None or used > newest[0]:
+                    newest = (used, path)
+        return newest[1] if newest is not None else None
+
     def best_match(self, tokens: Sequence[int]) -> PrefixMatch | None:
         """The entry sharing the longest prefix with ``tokens`` (reads headers and tokens only); ``None`` if none.
 

@@ -7,7 +7,9 @@ crash in llama.cpp ends this process only, and the client turns it into an error
 Requests (each with an ``id``, answered in order, one at a time):
 
 - ``{"op": "load", "settings": {...}}`` → ``progress`` (stage ``loading``) frames, then ``loaded`` with the load
-  parameters actually used (``use_extra_bufts`` read back from llama-cpp-python's model parameters).
+  parameters actually used (``use_extra_bufts`` read back from llama-cpp-python's model parameters). With
+  ``"prefetch": true`` the worker then restores the most recently used prefix-cache entry into memory (a worker
+  started early does that while its client is still starting up; the next prompt most likely starts the same way).
 - ``{"op": "tokenize", "text": ...}`` → ``tokens`` with the count.
 - ``{"op": "generate", "messages": [...], "completion": {...}, "grammar": ...}`` → ``progress`` (stage ``prefill``)
   frames, ``delta`` frames, then ``done`` (finish reason, usage, prompt statistics).
@@ -40,6 +42,7 @@ from ironhive.adapters.llamacpp.cpu_probe import ExtraBufferDecision, decide_ext
 from ironhive.adapters.llamacpp.frames import FrameError, read_frame, write_frame
 from ironhive.adapters.llamacpp.mapping import TokenCounter, finish_reason_of, text_delta_of
 from ironhive.adapters.llamacpp.prefix_cache import (
+    CachedState,
     PrefixStateCache,
     identity_digest,
     model_file_identity,
@@ -169,6 +172,7 @@ class Worker:
         self._settings: Frame | None = None
         self._loaded_frame: Frame = {}
         self._cache: PrefixStateCache | None = None
+        self._prefetched = 0  # tokens of the context restored from disk by a prefetch, not yet used
         self._run = _Run()
 
     def send(self, payload: Frame) -> None:
@@ -207,6 +211,8 @@ class Worker:
             match request.get("op"):
                 case "load":
                     self.send({**self._load(request.get("settings") or {}), "id": request_id})
+                    if request.get("prefetch"):
+                        self._prefetch()
                 case "tokenize":
                     text = str(request.get("text", ""))
                     count = len(self._loaded().tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -248,6 +254,7 @@ class Worker:
         if self._llama is not None:
             self._llama.close()
             self._llama = None
+            self._prefetched = 0
 
         reported = -1
 
@@ -325,6 +332,9 @@ class Worker:
             run.prompt_tokens = len(tokens)
             run.started = time.perf_counter()
             run.restored = self._restore(llama, tokens)
+            if not run.restored and self._prefetched:  # restored from disk before the request came
+                run.restored = min(self._prefetched, self._in_memory_prefix(llama, tokens))
+            self._prefetched = 0
             for token in cls.generate(llama, tokens, **kwargs):
                 run.counter.sampled(len(tokens))
                 yield token
@@ -382,20 +392,40 @@ class Worker:
             entry = cache.load(match.path)
         except OSError:
             return 0
-        if entry is None or len(entry.tokens) > llama.n_ctx():
+        if entry is None:
+            return 0
+        count = self._apply_state(llama, cache, match.path, entry)
+        return min(match.common, count)
+
+    def _prefetch(self) -> None:
+        """Restore the most recently used prefix-cache entry into the (empty) context, guessing the next prompt."""
+        llama, cache = self._llama, self._cache
+        if llama is None or cache is None or int(llama.n_tokens) > 0:
+            return
+        try:
+            path = cache.most_recent()
+            entry = cache.load(path) if path is not None else None
+        except OSError:
+            return
+        if path is not None and entry is not None:
+            self._prefetched = self._apply_state(llama, cache, path, entry)
+
+    def _apply_state(self, llama: Any, cache: PrefixStateCache, path: Path, entry: CachedState) -> int:
+        """Load ``entry`` (read from ``path``) into llama.cpp's context; the tokens it holds (0 if refused)."""
+        if len(entry.tokens) > llama.n_ctx():
             return 0
         low = self._module.llama_cpp
         size = len(entry.state)
         buffer = (ctypes.c_uint8 * size).from_buffer_copy(entry.state)
         if int(low.llama_state_set_data(llama._ctx.ctx, buffer, size)) != size:
             llama.reset()
-            cache.discard(match.path)
+            cache.discard(path)
             return 0
         count = len(entry.tokens)
         llama.input_ids[:count] = entry.tokens
         llama.n_tokens = count
         llama._requires_eval = True
-        return min(match.common, count)
+        return count
 
     def _save(self, llama: Any) -> bool:
         """Write the evaluated context to the prefix cache, unless an entry already covers nearly all of it."""

@@ -83,6 +83,10 @@ def run_one_shot(request: OneShotRequest, *, environ: Mapping[str, str]) -> int:
 
 
 async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[str, str]) -> int:
+    from ironhive.cli.early_local import start_local_model_early
+
+    # Before the heavy imports below: a local model then loads in its worker while this process imports and wires.
+    start_local_model_early(request.provider, request.model, environ, Path.cwd())
     from ironhive.adapters.console_approval import ConsoleApprovalService
     from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
     from ironhive.agent_factory import AgentSettings, load_configuration, open_agent

@@ -93,6 +93,20 @@ def test_an_entry_superseded_by_a_longer_one_is_dropped(tmp_path: Path) -> None:
     assert not first.exists() and second.exists()
 
 
+def test_the_most_recently_used_entry_is_the_one_a_load_or_save_touched_last(tmp_path: Path) -> None:
+    cache = make_cache(tmp_path)
+    assert cache.most_recent() is None
+    old = cache.save(list(range(40)), b"a" * 64)
+    new = cache.save(list(range(100, 140)), b"b" * 64)
+    assert old is not None and new is not None
+    os.utime(old, (1000, 1000))
+    os.utime(new, (2000, 2000))
+
+    assert cache.most_recent() == new
+    assert cache.load(old) is not None  # a load counts as a use
+    assert cache.most_recent() == old
+
+
 def test_the_bound_evicts_the_least_recently_used(tmp_path: Path) -> None:
     cache = make_cache(tmp_path / "cache", max_bytes=3 * 1200)
     paths = []
@@ -254,3 +268,27 @@ async def test_two_concurrent_runs_share_the_cache_safely(tmp_path: Path) -> Non
     assert after.last_run is not None and after.last_run.evaluated_tokens <= 2  # a good entry is there
     left = [path for path in cache_dir.rglob("*") if path.is_file()]
     assert left and all(path.name.endswith(".state") for path in left)  # no half-written temporary file is left
+
+
+@pytest.mark.local_model
+async def test_a_worker_started_early_restores_the_last_prefix_before_the_request_comes(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    cache_dir = tmp_path / "cache"
+    _, first = await one_run(cache_dir)
+    assert first.last_run is not None
+    prompt = first.last_run.prompt_tokens
+
+    LlamaCppChatClient(n_ctx=2048, prefix_cache_dir=cache_dir).start_early()  # loads, then prefetches the entry
+    second = LlamaCppChatClient(n_ctx=2048, prefix_cache_dir=cache_dir)
+    try:
+        second.count("x")  # takes the early worker over; answered after its prefetch (requests take turns)
+        for entry in cache_dir.rglob("*.state"):
+            entry.unlink()  # from now on only what the worker already holds can spare the evaluation
+        response = await second.get_response(PROMPT, OPTIONS)
+    finally:
+        second.close()
+
+    assert second.last_run is not None and response.message.text.strip()
+    # Restored from disk before the request came: the request found the prefix in memory already.
+    assert second.last_run.evaluated_tokens <= 2
+    assert second.last_run.restored_tokens >= prompt - 2 and second.last_run.reused_tokens == 0

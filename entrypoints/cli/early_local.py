@@ -1,0 +1,59 @@
+"""Starts the local model's worker at the beginning of a one-shot run that will use it, so it loads meanwhile."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from ironhive.domain.errors import IronHiveError
+
+LOCAL_PROVIDER = "lmsupply"
+"""The local provider's name in the registry (``ironhive.adapters.llamacpp.spec``)."""
+
+_log = logging.getLogger(__name__)
+
+
+def start_local_model_early(provider: str | None, model: str | None, environ: Mapping[str, str], project: Path) -> bool:
+    """Start the worker of the local model this run will select, if it selects the local provider.
+
+    The choice is made as the run makes it (the merged configuration, ``--provider`` and ``-m``), but without asking
+    the user anything and without downloading: a Hugging Face model that is not cached yet, an invalid configuration
+    or any other provider starts nothing. The client the run builds later takes the worker over when its load
+    settings are the same (:mod:`ironhive.adapters.llamacpp.early_start`); otherwise it is ended unused.
+
+    Args:
+        provider: The ``--provider`` value.
+        model: The ``-m`` value.
+        environ: The process environment.
+        project: The working directory.
+
+    Returns:
+        Whether a worker was started.
+    """
+    from ironhive.adapters.config.loader import load_config
+    from ironhive.providers import select_provider, split_model
+
+    try:
+        config = load_config(home=Path.home(), project=project, environ=environ).config
+        if select_provider(provider, model, config).name != LOCAL_PROVIDER:
+            return False
+        from ironhive.adapters.llamacpp.client import LlamaCppChatClient
+        from ironhive.adapters.llamacpp.model_resolution import default_model_cache, resolve_model_path
+
+        section = config.lmsupply
+        model_path = resolve_model_path(
+            model_path=split_model(model)[1] or section.model_path,
+            hf_repo=section.hugging_face_repo,
+            hf_file=section.hugging_face_file,
+            cache_dir=default_model_cache(Path.home()),
+            environ={**environ, "HF_HUB_OFFLINE": "1"},  # only a model already on disk: never download here
+        )
+        client = LlamaCppChatClient(
+            model_path=model_path, n_ctx=section.max_context_length, extra_buffer_types=section.extra_buffer_types
+        )
+    except (IronHiveError, OSError, ValueError):
+        _log.debug("the local model is not started early", exc_info=True)
+        return False
+    client.start_early()
+    return True
