@@ -242,6 +242,19 @@ class ApprovalSection(ConfigSection):
     timeout_seconds: Number = Field(default=300.0, gt=0)
 
 
+class DaemonSection(ConfigSection):
+    """``daemon``: the warm process that non-interactive runs fork from (an ironhive addition).
+
+    ``enabled``: ``false`` never uses nor starts it, ``true`` uses it even where ``CI`` is set; unset, it is used
+    except where ``CI`` is set. ``idleSeconds``: how long it waits for the next run before it exits. Read from the
+    user's ``~/.ironhive/config.yaml`` only (a project's file cannot start processes); the ``IRONHIVE_DAEMON``
+    variable (``0``/``1``) and the ``--no-daemon`` flag win over it.
+    """
+
+    enabled: StrictBool | None = None
+    idle_seconds: Number = Field(default=300.0, gt=0)
+
+
 class ProvidersSection(ConfigSection):
     """``providers``: ironhive's failover chain (an ironhive addition).
 
@@ -332,6 +345,7 @@ class IronHiveConfig(ConfigSection):
     skills: SkillsSection = Field(default_factory=SkillsSection)
     approval: ApprovalSection = Field(default_factory=ApprovalSection)
     providers: ProvidersSection = Field(default_factory=ProvidersSection)
+    daemon: DaemonSection = Field(default_factory=DaemonSection)
 
 
 WHOLE_SECTIONS = frozenset({"permissions"})

@@ -11,6 +11,7 @@ from cyclopts import App, Parameter
 from ironhive import __version__
 from ironhive.adapters.provider_registry import provider_names_help
 from ironhive.cli.config_commands import register as register_config_commands
+from ironhive.cli.daemon_command import register as register_daemon_command
 from ironhive.cli.doctor import register as register_doctor
 from ironhive.cli.mcp_commands import register as register_mcp_commands
 from ironhive.cli.models_command import register as register_models_command
@@ -214,5 +215,6 @@ for register in (
     register_doctor,
     register_update,
     register_protocol_command,
+    register_daemon_command,
 ):
     register(app)

@@ -1,5 +1,6 @@
 // The ironhive turn-stream protocol (JSON Lines over the `ironhive run --server` pipes) as TypeScript types,
 // plus the two events this sample adds when it relays them: the agent process ending, and relay problems.
+// Checked against the published JSON Schema (`ironhive protocol schema`) by tests/protocol/test_web_sample_types.py.
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -20,8 +21,15 @@ export type AgentEvent =
       arguments?: { [key: string]: JsonValue };
       call_id?: string;
       level?: string;
+      scope?: string;
     }
-  | { type: "turn_end"; input_tokens: number | null; output_tokens: number | null; total_tokens: number | null }
+  | {
+      type: "turn_end";
+      input_tokens: number | null;
+      output_tokens: number | null;
+      total_tokens: number | null;
+      finish_reason?: string;
+    }
   | { type: "error"; message: string }
   | {
       type: "fallback";
@@ -30,7 +38,14 @@ export type AgentEvent =
       total_providers: number;
       category: string;
       message: string;
+      attempt: number;
+      max_attempts: number;
     }
+  | { type: "agent_selected"; agent_name: string; confidence: number }
+  | { type: "plan_created"; plan_id: string; step_count: number; step_descriptions: string[] }
+  | { type: "plan_step_started"; plan_id: string; step_index: number; description: string }
+  | { type: "plan_step_completed"; plan_id: string; step_index: number; success: boolean; summary: string }
+  | { type: "plan_completed"; plan_id: string; success: boolean; summary: string }
   | {
       type: "context_compacted";
       tokens_before: number | null;
@@ -38,6 +53,8 @@ export type AgentEvent =
       messages_summarized: number | null;
       messages_dropped: number | null;
       summary_used: boolean;
+      parts_cut: number;
+      chars_cut: number;
     };
 
 /** Written by this sample, never by ironhive: the agent process ended (or could not start). */
@@ -54,8 +71,17 @@ export type RelayErrorEvent = { type: "relay_error"; message: string };
 
 export type RelayedEvent = AgentEvent | ProcessExitEvent | RelayErrorEvent;
 
+/** Per-turn overrides of a `user_message`; an unset field keeps the agent's configuration. */
+export type TurnOptions = {
+  tool_names?: string[];
+  tool_mode?: string;
+  reasoning_effort?: string;
+  temperature?: number;
+  max_output_tokens?: number;
+};
+
 export type AgentRequest =
-  | { type: "user_message"; content: string; model?: string | null }
+  | { type: "user_message"; content: string; model?: string | null; options?: TurnOptions }
   | {
       type: "hitl_response";
       approved: boolean;
