@@ -8,6 +8,7 @@ raw llama-cpp-python evaluating as many tokens, loaded with the same threads and
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import subprocess
@@ -28,11 +29,12 @@ SECOND_RUN_GOAL_SECONDS = 1.5
 
 @dataclass(frozen=True, slots=True)
 class CliRun:
-    """One keyless one-shot: wall seconds, prompt tokens and the prompt tokens it evaluated."""
+    """One keyless one-shot: wall seconds, prompt tokens, the prompt tokens it evaluated and the answer's tokens."""
 
     seconds: float
     prompt_tokens: int
     evaluated_tokens: int
+    output_tokens: int
 
 
 def keyless_run(home: Path) -> CliRun:
@@ -52,7 +54,10 @@ def keyless_run(home: Path) -> CliRun:
     seconds = time.perf_counter() - started
     found = PROMPT_LINE.search(done.stderr)
     assert found is not None, done.stderr
-    return CliRun(seconds=seconds, prompt_tokens=int(found[1]), evaluated_tokens=int(found[2]))
+    output_tokens = int(json.loads(done.stdout)["usage"]["outputTokens"])
+    return CliRun(
+        seconds=seconds, prompt_tokens=int(found[1]), evaluated_tokens=int(found[2]), output_tokens=output_tokens
+    )
 
 
 async def prefill_rates() -> tuple[float, float, dict[str, object]]:
@@ -121,9 +126,10 @@ async def test_keyless_first_and_second_run_and_prefill(capsys: pytest.CaptureFi
                     "",
                     'keyless `ironhive -p "Say hello" -o json` (fresh HOME, bundled model)',
                     f"  first run : {first.seconds:6.2f} s, {first.evaluated_tokens} of {first.prompt_tokens} "
-                    "prompt tokens evaluated",
+                    f"prompt tokens evaluated, {first.output_tokens} answer tokens",
                     f"  second run: {second.seconds:6.2f} s, {second.evaluated_tokens} of {second.prompt_tokens} "
-                    f"prompt tokens evaluated (goal <= {SECOND_RUN_GOAL_SECONDS} s and <= 0.25x the first)",
+                    f"prompt tokens evaluated, {second.output_tokens} answer tokens "
+                    f"(goal <= {SECOND_RUN_GOAL_SECONDS} s and <= 0.25x the first)",
                     f"  ratio second/first: {second.seconds / first.seconds:5.2f}",
                     f"prefill, median of {PREFILL_REPETITIONS} (threads {parameters.get('n_threads')}, "
                     f"batch threads {parameters.get('n_threads_batch')}, n_batch {parameters.get('n_batch')}, "
