@@ -1,4 +1,4 @@
-"""LoopbackOpenAIServer: a scripted 127.0.0.1 server speaking OpenAI chat completions (JSON and SSE) for tests."""
+"""LoopbackOpenAIServer: a scripted 127.0.0.1 server speaking OpenAI chat completions and Responses for tests."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 
 from aiohttp import web
 
+from tests.support import openai_responses
 from tests.support.loopback_server import ErrorReply, Json, LoopbackHttpServer, ScriptedCall, pieces, serve_script
 
 
@@ -126,8 +127,9 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
     """An OpenAI chat-completions server on 127.0.0.1 running in a background thread, answering from a script.
 
     Every ``POST /v1/chat/completions`` takes the next reply of the queue; when the queue is empty it answers 500
-    with an OpenAI-shaped error. ``GET /v1/models`` lists ``models``. ``requests`` holds the JSON bodies of the
-    chat-completions requests.
+    with an OpenAI-shaped error. ``POST /v1/responses`` (the Responses API, JSON or SSE) takes from the same queue
+    and serves text replies. ``GET /v1/models`` lists ``models``. ``requests`` holds the JSON bodies of the
+    requests of both, in order.
 
     Args:
         port: The port to listen on; 0 picks a free one.
@@ -224,6 +226,7 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
 
     def _add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_get("/v1/models", self._list_models)
 
     def _internal_error_body(self, message: str) -> Json:
@@ -273,6 +276,38 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         if reply.usage is not None:
             answer["usage"] = _usage(reply.usage)
         return web.json_response(answer)
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/responses`` (the Responses API): text replies only, whole or streamed as its SSE events."""
+        try:
+            body = await request.json()
+        except ValueError:
+            unparsable = error_body("We could not parse the JSON body of your request.", "invalid_request_error")
+            return web.json_response(unparsable, status=400)
+        authorized = self._api_key is None or request.headers.get("Authorization") == f"Bearer {self._api_key}"
+        number, scripted = self._take(body, request.headers, consume=authorized)
+        if not authorized:
+            unauthorized = error_body("Incorrect API key provided.", "invalid_request_error", code="invalid_api_key")
+            return web.json_response(unauthorized, status=401)
+        reply = self._resolve(scripted, body, number)
+        if isinstance(reply, ErrorReply):
+            return web.json_response(reply.body, status=reply.status, headers=dict(reply.headers))
+        if not isinstance(reply, TextReply):
+            unsupported = f"{type(reply).__name__} is not served on /v1/responses (text replies only)"
+            return web.json_response(error_body(unsupported, "server_error"), status=500)
+        if body.get("stream") is not True:
+            return web.json_response(openai_responses.whole_response(body, number, reply.text, reply.usage))
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        chunks = reply.chunks if reply.chunks is not None else [reply.text]
+        for event in openai_responses.stream_events(body, number, chunks, reply.usage):
+            await response.write(openai_responses.sse(event))
+            if reply.chunk_delay and event["type"] == "response.output_text.delta":
+                await asyncio.sleep(reply.chunk_delay)
+        await response.write_eof()
+        return response
 
     async def _stream(
         self, request: web.Request, reply: Reply, completion_id: str, model: str, include_usage: bool
