@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-import aiohttp
 
 from ironhive.domain.errors import ToolArgumentError, ToolError
 from ironhive.ports.chat import JsonValue
+
+if TYPE_CHECKING:
+    import aiohttp
 
 DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; ironhive/0.1; +https://github.com/iyulab/ironhive-host)"
 DEFAULT_TIMEOUT_SECONDS = 20.0
@@ -105,12 +107,19 @@ class WebClient:
         self._session = session
         self._owned: aiohttp.ClientSession | None = None
         self._timeout_seconds = timeout_seconds
-        self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self._max_bytes = max_bytes
         self._headers = {"User-Agent": user_agent}
 
+    @property
+    def _timeout(self) -> aiohttp.ClientTimeout:
+        import aiohttp  # on first use: building the web tools imports no HTTP stack
+
+        return aiohttp.ClientTimeout(total=self._timeout_seconds)
+
     async def __aenter__(self) -> WebClient:
         if self._session is None:
+            import aiohttp
+
             self._owned = aiohttp.ClientSession(timeout=self._timeout)
             self._session = self._owned
         return self
@@ -177,6 +186,8 @@ class WebClient:
         name = label or _without_query(target)
         merged = {**self._headers, **(headers or {})}
         cap = max_bytes if max_bytes is not None else self._max_bytes
+        import aiohttp
+
         try:
             if self._session is not None:
                 return await self._send(self._session, method, target, params, merged, json, cap)
@@ -222,6 +233,8 @@ class WebClient:
 
 def _describe(exc: aiohttp.ClientError) -> str:
     """Why a request failed, without echoing its URL (the query may carry an API key)."""
+    import aiohttp
+
     match exc:
         case aiohttp.ClientConnectorError():
             return f"cannot connect to {exc.host}:{exc.port} ({exc.os_error.strerror or type(exc.os_error).__name__})"

@@ -128,6 +128,15 @@ def test_a_prompt_on_an_openai_compatible_provider_imports_only_what_it_uses(tmp
     assert {"ironhive.adapters.mcp.provider", "ironhive.adapters.mcp.plugin_config"}.isdisjoint(modules)
 
 
+def test_a_prompt_on_the_scripted_provider_imports_no_sdk_and_no_http_stack(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('{"steps": [{"text": "done"}]}')
+    args = ("--provider", "scripted", "-m", str(script), "-p", "hi", "-o", "json")
+    modules = modules_at_exit(*args, cwd=tmp_path, home=tmp_path, env={})
+    assert "ironhive.adapters.web.tools" in modules  # the web tools are built, their HTTP stack waits for a call
+    assert within(modules, (*UNNEEDED_BY_AN_OPENAI_RUN, "openai", "httpx2", "starlette")) == set()
+
+
 def test_a_plugin_file_brings_in_the_mcp_sdk_and_its_tools(tmp_path: Path) -> None:
     pytest.importorskip("mcp_server_time")
     home = tmp_path / "home"
