@@ -1,4 +1,5 @@
-"""The ``ironhive`` console script: answers ``--version`` without importing anything, then hands over to the CLI."""
+"""The ``ironhive`` console script: answers ``--version`` without importing anything, hands a non-interactive run to
+the warm process when one serves (:mod:`ironhive.daemon`), else runs the CLI here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"ironhive {__version__}\n")
         return 0
+    if argv is not None:  # called in-process: run here, never hand this process's descriptors elsewhere
+        return run_direct(args)
+    from ironhive.daemon.client import run
+
+    return run(args, direct=run_direct)
+
+
+def run_direct(args: list[str]) -> int:
+    """Run the CLI in this process and return its exit code."""
     from ironhive.cli.app import run_app
 
     return run_app(args)

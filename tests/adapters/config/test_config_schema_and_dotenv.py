@@ -29,11 +29,13 @@ def test_top_level_spellings() -> None:
         "skills",
         "approval",
         "providers",
+        "daemon",
     ]
 
 
 def test_defaults() -> None:
     dumped = IronHiveConfig().model_dump(by_alias=True)
+    assert dumped["daemon"] == {"enabled": None, "idleSeconds": 300.0}
     assert dumped["openai"] == {"apiKey": None, "model": None, "endpoint": "https://api.openai.com/v1"}
     assert dumped["xai"]["endpoint"] == "https://api.x.ai/v1"
     assert dumped["ollama"] == {"endpoint": "http://localhost:11434", "model": None, "enabled": False}

@@ -1,0 +1,1 @@
+"""The warm path: a per-user preloaded process that forks one child per ``ironhive`` run."""
