@@ -426,4 +426,6 @@ def _compaction_chunk(prepared: PreparedContext) -> ContextCompactedChunk | None
         messages_summarized=report.messages_summarized,
         messages_dropped=report.messages_dropped,
         summary_used=report.summary_used,
+        parts_cut=report.parts_cut,
+        chars_cut=report.chars_cut,
     )

@@ -125,6 +125,8 @@ class ContextCompactedChunk:
         messages_summarized: Messages a summary stands for.
         messages_dropped: Messages left out of the request.
         summary_used: Whether the model wrote a summary of the pruned messages.
+        parts_cut: Texts (the user's message included), tool results and call arguments shortened in the request.
+        chars_cut: Characters those cuts removed, net of the markers left in their place.
     """
 
     tokens_before: int
@@ -132,6 +134,8 @@ class ContextCompactedChunk:
     messages_summarized: int
     messages_dropped: int
     summary_used: bool
+    parts_cut: int = 0
+    chars_cut: int = 0
     kind: Literal["context_compacted"] = "context_compacted"
 
 

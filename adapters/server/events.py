@@ -17,7 +17,7 @@ from ironhive.domain.turn import (
     UsageChunk,
     cut_reason,
 )
-from ironhive.ports.chat import FinishReason, Usage
+from ironhive.ports.chat import FinishReason, JsonValue, ToolCallPart, Usage
 from ironhive.protocol.models import (
     AddendumEvent,
     ContextCompactedEvent,
@@ -28,7 +28,19 @@ from ironhive.protocol.models import (
     ToolEndEvent,
     ToolStartEvent,
     TurnEndEvent,
+    cap_tool_output,
 )
+
+
+def wire_input(call: ToolCallPart) -> JsonValue:
+    """A call's arguments as ``tool_start.input``: the parsed object, else the raw text (null when empty).
+
+    Every string (a top-level argument, or the raw text) is capped at 8 KB as ``tool_end.output`` is, so a file write
+    does not put megabytes on one line.
+    """
+    if call.arguments is None:
+        return cap_tool_output(call.arguments_text) if call.arguments_text.strip() else None
+    return {name: cap_tool_output(value) if isinstance(value, str) else value for name, value in call.arguments.items()}
 
 
 async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[ServerEvent]:
@@ -53,7 +65,7 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
             case ThinkingDelta(text=text):
                 yield ThinkingDeltaEvent(content=text)
             case ToolCallChunk(call=call):
-                yield ToolStartEvent(tool=call.name, input=None, call_id=call.call_id)
+                yield ToolStartEvent(tool=call.name, input=wire_input(call), call_id=call.call_id)
             case ToolResultChunk(record=record) if record.success is not None:
                 ended.add(record.call_id)
                 yield ToolEndEvent(
@@ -70,6 +82,8 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
                     messages_summarized=chunk.messages_summarized,
                     messages_dropped=chunk.messages_dropped,
                     summary_used=chunk.summary_used,
+                    parts_cut=chunk.parts_cut,
+                    chars_cut=chunk.chars_cut,
                 )
             case FallbackChunk(notice=notice):
                 yield FallbackEvent(

@@ -19,7 +19,7 @@ import aiohttp
 
 from ironhive.adapters.retry_after import parse_retry_after
 from ironhive.adapters.server.hitl_bridge import HitlBridge
-from ironhive.adapters.server.turns import ProcessMessage, TurnSession
+from ironhive.adapters.server.turns import ProcessMessage, TurnSession, refuse_unreadable
 from ironhive.domain.errors import IronHiveError
 from ironhive.protocol.models import (
     DEFAULT_PROTOCOL,
@@ -34,7 +34,7 @@ from ironhive.protocol.models import (
 log = logging.getLogger(__name__)
 
 MAX_BATCH_EVENTS = 256
-"""Most events one ``/events`` POST carries."""
+"""Most events one ``/events`` POST may carry when batching is asked for (``max_batch_events``)."""
 
 RETRY_AFTER_CAP_SECONDS = 300.0
 """Longest wait a host's ``Retry-After`` can impose (a guard against absurd values)."""
@@ -224,10 +224,11 @@ class AgentHttpRunner:
     event's data is one request, as the original runner read them); an unreadable request is answered with an
     ``error`` event and reading goes on.
 
-    Events: one sender posts them in order — a single queued event as the body, several as a JSON array (a batch of at
-    most :data:`MAX_BATCH_EVENTS`). Transient failures retry the same body with the doubling backoff (or the host's
-    ``Retry-After``); delivery is at-least-once (a POST that timed out after the host took it is sent again). More than
-    ``max_reconnect_attempts`` consecutive failures of one batch fail the runner. A batch the host refuses with another
+    Events: one sender posts them in order, one event object per POST as the original runner did. A host that reads
+    arrays may ask for batches (``max_batch_events`` > 1): several queued events then go as one JSON array. Transient
+    failures retry the same body with the doubling backoff (or the host's ``Retry-After``); delivery is at-least-once
+    (a POST that timed out after the host took it is sent again). More than ``max_reconnect_attempts`` consecutive
+    failures of one batch fail the runner. A batch the host refuses with another
     4xx is resent event by event, and an event refused on its own is logged and dropped: resending what the host calls
     malformed cannot succeed, and holding it would block every later event.
 
@@ -246,9 +247,12 @@ class AgentHttpRunner:
         session: An aiohttp session to use (left open); by default the runner opens and closes its own.
         on_context_update: Called for every ``context_update``.
         skip_context_enrichment: Do not prefix messages with the client's working path.
+        max_batch_events: Most events one POST carries: 1 (the default) posts each event as its own object; up to
+            :data:`MAX_BATCH_EVENTS` posts the events waiting together as one JSON array (only for a host that reads
+            arrays).
 
     Raises:
-        ValueError: A malformed URL, an empty session id or a negative/zero delay.
+        ValueError: A malformed URL, an empty session id, a negative/zero delay or a batch size out of range.
     """
 
     def __init__(
@@ -265,6 +269,7 @@ class AgentHttpRunner:
         session: aiohttp.ClientSession | None = None,
         on_context_update: Callable[[ContextUpdateRequest], None] | None = None,
         skip_context_enrichment: bool = False,
+        max_batch_events: int = 1,
     ) -> None:
         parts = urlsplit(host_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -275,6 +280,9 @@ class AgentHttpRunner:
             raise ValueError("max_reconnect_attempts must be None or at least 0")
         if not 0 < initial_backoff <= max_backoff:
             raise ValueError("backoffs must satisfy 0 < initial_backoff <= max_backoff")
+        if not 1 <= max_batch_events <= MAX_BATCH_EVENTS:
+            raise ValueError(f"max_batch_events must be between 1 and {MAX_BATCH_EVENTS}")
+        self._batch = max_batch_events
         self._base = f"{host_url.rstrip('/')}/api/agent/{quote(session_id, safe='')}"
         self._session_id = session_id
         self._process = process_message
@@ -477,7 +485,7 @@ class AgentHttpRunner:
         try:
             request = self._protocol.parse_request(event.data)
         except UnreadableLineError as error:
-            await session.report_unreadable(str(error))
+            await refuse_unreadable(session, event.data, error)
             return True
         return await session.handle(request)
 
@@ -499,7 +507,7 @@ class AgentHttpRunner:
                 self._outbox_changed.clear()
                 await self._outbox_changed.wait()
                 continue
-            batch = list(itertools.islice(self._outbox, MAX_BATCH_EVENTS))
+            batch = list(itertools.islice(self._outbox, self._batch))
             await self._deliver(http, batch)
             for _ in batch:
                 self._outbox.popleft()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import BinaryIO, NamedTuple, TypeAlias
 
 from ironhive.adapters.server.hitl_bridge import HitlBridge
-from ironhive.adapters.server.turns import ProcessMessage, TurnSession
+from ironhive.adapters.server.turns import ProcessMessage, TurnSession, refuse_unreadable
 from ironhive.protocol.models import (
     DEFAULT_PROTOCOL,
     ContextUpdateRequest,
@@ -249,7 +249,7 @@ class AgentServerRunner:
             try:
                 request = self._protocol.parse_request(item.data)
             except UnreadableLineError as error:
-                await session.report_unreadable(str(error))
+                await refuse_unreadable(session, item.data, error)
                 continue
             if not await session.handle(request, received_at=item.received_at):
                 # shutdown: nothing more is read, so no approval could be answered — reject them now

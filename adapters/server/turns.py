@@ -7,6 +7,8 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from pydantic_core import from_json
+
 from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.protocol.models import (
     CancelRequest,
@@ -16,7 +18,10 @@ from ironhive.protocol.models import (
     ServerEvent,
     ServerRequest,
     ShutdownRequest,
+    ToolEndEvent,
+    ToolStartEvent,
     TurnEndEvent,
+    UnreadableLineError,
     UserMessageRequest,
 )
 
@@ -29,11 +34,38 @@ log = logging.getLogger(__name__)
 
 QUEUE_FULL = "The turn queue is full"
 DROPPED_ANSWER = "Approval answer dropped: "
+INVALID_MESSAGE = "Invalid user_message: "
+CANCELLED_CALL = "Cancelled: the turn was cancelled while the tool ran; its outcome is unknown."
+UNFINISHED_CALL = "The turn ended before the tool's outcome was known."
 
 
 def unreadable(message: str) -> ErrorEvent:
     """The event answering a line that is not a readable request."""
     return ErrorEvent(message=f"Unreadable request skipped: {message}")
+
+
+def request_type(line: str | bytes) -> str | None:
+    """The ``type`` of a request line that is a JSON object with a string ``type``, else None.
+
+    Used on a line the protocol refused, to tell a malformed ``user_message`` (which must still end its turn) from
+    any other unreadable line.
+    """
+    try:
+        value = from_json(line, allow_inf_nan=False)
+    except ValueError:
+        return None
+    tag = value.get("type") if isinstance(value, dict) else None
+    return tag if isinstance(tag, str) else None
+
+
+async def refuse_unreadable(session: TurnSession, line: str | bytes, error: UnreadableLineError) -> None:
+    """Answer a request line the protocol refused: a malformed ``user_message`` still ends its turn (one ``error``
+    and one ``turn_end``, in its place in the order, no model call); any other line gets an unreadable-line ``error``.
+    """
+    if request_type(line) == "user_message":
+        session.reject(str(error).removeprefix("user_message."))
+    else:
+        await session.report_unreadable(str(error))
 
 
 def message_size(request: UserMessageRequest) -> int:
@@ -55,8 +87,10 @@ class TurnSession:
 
     Requests are dispatched as soon as they are read — a ``hitl_response`` or ``cancel`` never waits behind a queued
     message. Every ``user_message`` ends with exactly one ``turn_end``: after the processor's events, after an
-    ``error`` when the processor fails, and after a cancel. A ``hitl_response`` that no request takes is answered with
-    an ``error`` event saying why.
+    ``error`` when the processor fails, and after a cancel; a message the protocol could not read (a wrong-typed
+    field) takes its place in the order as an ``error`` and a ``turn_end`` (see :meth:`reject`). Every ``tool_start``
+    gets its ``tool_end`` before the ``turn_end``: a call still open when the turn is cancelled or fails ends as a
+    failure. A ``hitl_response`` that no request takes is answered with an ``error`` event saying why.
 
     The messages waiting behind the running turn may be limited in number and in content bytes. A message beyond a
     limit is refused, and in its place in the order the client gets an ``error`` ("The turn queue is full ...") and a
@@ -96,7 +130,7 @@ class TurnSession:
         self._max_messages = max_queued_messages
         self._max_bytes = max_queued_bytes
         self._working_path: str | None = None
-        self._queue: deque[tuple[UserMessageRequest, int] | _Refused] = deque()
+        self._queue: deque[tuple[UserMessageRequest | ErrorEvent, int] | _Refused] = deque()
         self._queued_messages = 0
         self._queued_bytes = 0
         self._queue_changed = asyncio.Event()
@@ -173,13 +207,24 @@ class TurnSession:
         """Answer an unreadable line with an ``error`` event; the session goes on."""
         await self._send(unreadable(message))
 
+    def reject(self, message: str) -> None:
+        """Answer a ``user_message`` that could not be read: in its place in the order, an ``error`` and a ``turn_end``.
+
+        No model is called. The refusal counts as a waiting message (of no bytes) towards the queue limits.
+
+        Args:
+            message: Why it could not be read (the protocol's description of the bad field).
+        """
+        if not self._closed:
+            self._enqueue(ErrorEvent(message=INVALID_MESSAGE + message))
+
     def _enriched(self, request: UserMessageRequest) -> UserMessageRequest:
         if self._skip_enrichment or not self._working_path:
             return request
         return request.model_copy(update={"content": f"[WorkingPath: {self._working_path}]\n\n{request.content}"})
 
-    def _enqueue(self, request: UserMessageRequest) -> None:
-        size = message_size(request)
+    def _enqueue(self, request: UserMessageRequest | ErrorEvent) -> None:
+        size = message_size(request) if isinstance(request, UserMessageRequest) else 0
         if not self._full(size):
             self._queue.append((request, size))
             self._queued_messages += 1
@@ -221,17 +266,28 @@ class TurnSession:
             request, size = item
             self._queued_messages -= 1
             self._queued_bytes -= size
-            await self._run_turn(self._enriched(request))
+            if isinstance(request, ErrorEvent):
+                await self._send(request)
+                await self._send(TurnEndEvent.from_counts())
+            else:
+                await self._run_turn(self._enriched(request))
 
     async def _run_turn(self, request: UserMessageRequest) -> None:
         closing: list[TurnEndEvent] = []
+        open_calls: dict[str, str] = {}  # call_id -> tool of every tool_start still waiting for its tool_end
 
         async def stream() -> None:
             async for event in self._process(request):
                 if isinstance(event, TurnEndEvent):
                     closing[:] = [event]  # held back: written once, last
-                else:
-                    await self._send(event)
+                    continue
+                if isinstance(event, ToolStartEvent) and event.call_id is not None:
+                    open_calls[event.call_id] = event.tool
+                elif isinstance(event, ToolEndEvent) and event.call_id is not None:
+                    open_calls.pop(event.call_id, None)
+                await self._send(event)
+
+        unfinished = UNFINISHED_CALL
 
         self._current = asyncio.create_task(stream())
         try:
@@ -241,9 +297,18 @@ class TurnSession:
             if current is not None and current.cancelling():
                 raise  # the session itself is being cancelled, not just this turn
             closing.clear()  # a cancelled turn's usage is incomplete
+            unfinished = CANCELLED_CALL
         except Exception as error:
             log.debug("turn failed", exc_info=True)
+            await self._end_calls(open_calls, UNFINISHED_CALL)
             await self._send(ErrorEvent(message=str(error) or type(error).__name__))
         finally:
             self._current = None
+        await self._end_calls(open_calls, unfinished)
         await self._send(closing[0] if closing else TurnEndEvent.from_counts())
+
+    async def _end_calls(self, open_calls: dict[str, str], output: str) -> None:
+        """Give every call still open its ``tool_end`` (a failure: its outcome is unknown)."""
+        for call_id, tool in open_calls.items():
+            await self._send(ToolEndEvent(tool=tool, success=False, output=output, call_id=call_id))
+        open_calls.clear()

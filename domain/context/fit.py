@@ -47,11 +47,13 @@ class FitResult:
         messages: The messages to send.
         parts_cut: Texts, results or arguments that were cut.
         messages_dropped: Messages removed whole.
+        chars_cut: Characters the cuts removed, net of the markers left in their place.
     """
 
     messages: list[ChatMessage]
     parts_cut: int
     messages_dropped: int
+    chars_cut: int = 0
 
 
 class _Request:
@@ -61,10 +63,12 @@ class _Request:
         self.counts = [tokens.count(message) for message in self.messages]
         self.total = LIST_OVERHEAD + sum(self.counts)
         self.cut = 0
+        self.chars_cut = 0
 
     def replace_part(self, index: int, position: int, part: ContentPart) -> None:
         message = self.messages[index]
         parts = list(message.parts)
+        self.chars_cut += max(0, _length(parts[position]) - _length(part))
         parts[position] = part
         self.messages[index] = replace(message, parts=tuple(parts))
         # Intermediate versions are counted directly: caching them would only evict useful entries.
@@ -99,7 +103,9 @@ def fit_to_limit(messages: Sequence[ChatMessage], *, limit: int, tokens: Message
             dropped += _drop_units(request, limit)
         if request.total <= limit:
             break
-    return FitResult(messages=request.messages, parts_cut=request.cut, messages_dropped=dropped)
+    return FitResult(
+        messages=request.messages, parts_cut=request.cut, messages_dropped=dropped, chars_cut=request.chars_cut
+    )
 
 
 def _shrink(request: _Request, limit: int, floor: int, roles: tuple[Role, ...]) -> None:

@@ -31,8 +31,10 @@ class CompactionReport:
         messages_summarized: Messages a summary stands for.
         messages_dropped: Messages removed from the request.
         summary_used: Whether a summary was inserted.
-        parts_cut: Texts, results or arguments cut to make the request fit after compaction.
+        parts_cut: Texts, results or arguments cut to make the request fit after compaction (the user's message
+            included).
         summary_error: Why the summarizer failed, when it did.
+        chars_cut: Characters those cuts removed, net of the markers left in their place.
     """
 
     tokens_before: int
@@ -42,6 +44,7 @@ class CompactionReport:
     summary_used: bool
     parts_cut: int = 0
     summary_error: str | None = None
+    chars_cut: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -221,6 +224,7 @@ class ContextManager:
             summary_used=result.summary_used,
             parts_cut=fitted.parts_cut,
             summary_error=result.summary_error,
+            chars_cut=fitted.chars_cut,
         )
 
     def _transform(self, history: list[ChatMessage]) -> list[ChatMessage]:

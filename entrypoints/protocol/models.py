@@ -7,7 +7,8 @@ Null fields are written, except those a model lists in ``wire_omit_when_null`` (
 ``hitl_response.id``/``modified_arguments``, the optional ``hitl_request`` fields and every unset ``TurnOptions`` field,
 so a ``user_message`` without options keeps the pre-options byte form) and ``wire_omit_when_false``
 (``hitl_response.always_approve``). Reading accepts ``type`` anywhere, ignores unknown properties, matches names
-case-sensitively and never coerces (``"yes"`` is not a bool); any unreadable line raises :class:`UnreadableLineError`.
+case-sensitively and never coerces (``"yes"`` is not a bool; only a whole number written as ``512.0`` reads as an
+integer); any unreadable line raises :class:`UnreadableLineError`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
@@ -39,7 +41,16 @@ DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _MESSAGE_LIMIT = 200
 
-Count = Annotated[int, Field(ge=0)]
+
+def _integral(value: object) -> object:
+    # JSON has one number type: many writers put 512.0 for a whole number, and it must read as the integer 512.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+WireInt = Annotated[int, BeforeValidator(_integral)]
+"""An integer field: a JSON integer, or a number with no fractional part (``512.0``); never a string or a bool."""
+
+Count = Annotated[WireInt, Field(ge=0)]
 
 
 class UnreadableLineError(ValueError):
@@ -95,7 +106,7 @@ class TurnOptions(WireModel):
     tool_mode: str | None = None
     reasoning_effort: str | None = None
     temperature: float | None = None
-    max_output_tokens: int | None = None
+    max_output_tokens: WireInt | None = None
 
 
 class UserMessageRequest(ServerRequest):
@@ -354,7 +365,11 @@ class PlanCompletedEvent(ServerEvent):
 
 
 class ContextCompactedEvent(ServerEvent):
-    """ironhive's own notice that the history was compacted (clients may ignore it); unknown counts are null."""
+    """ironhive's own notice that the history was compacted (clients may ignore it); unknown counts are null.
+
+    ``parts_cut`` counts the texts (the user's message included), tool results and call arguments shortened in the
+    request, and ``chars_cut`` the characters that removed (net of the markers left in their place).
+    """
 
     type: Literal["context_compacted"] = "context_compacted"
     tokens_before: Count | None = None
@@ -362,6 +377,8 @@ class ContextCompactedEvent(ServerEvent):
     messages_summarized: Count | None = None
     messages_dropped: Count | None = None
     summary_used: bool = False
+    parts_cut: Count = 0
+    chars_cut: Count = 0
 
 
 class UnknownEvent(ServerEvent):

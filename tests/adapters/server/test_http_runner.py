@@ -17,6 +17,7 @@ from ironhive.adapters.scripted.client import ScriptedChatClient, ScriptedToolCa
 from ironhive.adapters.server.events import to_server_events
 from ironhive.adapters.server.hitl_bridge import CONNECTION_CLOSED, HitlBridge
 from ironhive.adapters.server.http_runner import (
+    MAX_BATCH_EVENTS,
     AgentHttpRunner,
     HostConnectionError,
     SseDecoder,
@@ -114,7 +115,7 @@ async def test_full_turn_through_the_real_agent_loop(host: LoopbackAgentHost) ->
     record = host.agent(SID)
     assert record.ready_bodies == [{"session_id": SID}]
     assert record.events == [
-        {"type": "tool_start", "tool": "echo", "input": None, "call_id": "call_1"},
+        {"type": "tool_start", "tool": "echo", "input": {"value": "x"}, "call_id": "call_1"},
         {"type": "tool_end", "tool": "echo", "success": True, "output": "echo: {'value': 'x'}", "call_id": "call_1"},
         {"type": "text_delta", "content": "Hello "},
         {"type": "text_delta", "content": "there"},
@@ -299,8 +300,29 @@ async def test_published_events_keep_their_place_among_the_turn_events(host: Loo
         await runners[0].publish_event(notice)
 
 
-async def test_queued_events_go_as_one_batch_and_a_lone_event_as_an_object(host: LoopbackAgentHost) -> None:
+async def test_queued_events_go_one_object_per_post_by_default_as_the_original_sent_them(
+    host: LoopbackAgentHost,
+) -> None:
     runner = runner_for(host, echo)
+    for content in ("a", "b", "c"):
+        await runner.publish_event(TextDeltaEvent(content=content))  # all waiting when the sender starts
+    await host.send(SID, ShutdownRequest())
+    async with running(runner) as task:
+        await asyncio.wait_for(task, 5)
+    assert host.agent(SID).bodies == [{"type": "text_delta", "content": c} for c in ("a", "b", "c")]
+    assert len(host.agent(SID).event_posts) == 3
+
+
+@pytest.mark.parametrize("size", [0, MAX_BATCH_EVENTS + 1])
+def test_a_batch_size_out_of_range_is_refused(host: LoopbackAgentHost, size: int) -> None:
+    with pytest.raises(ValueError, match="max_batch_events"):
+        runner_for(host, echo, max_batch_events=size)
+
+
+async def test_with_batches_asked_for_queued_events_go_as_one_array_and_a_lone_event_as_an_object(
+    host: LoopbackAgentHost,
+) -> None:
+    runner = runner_for(host, echo, max_batch_events=MAX_BATCH_EVENTS)
     for content in ("a", "b", "c"):
         await runner.publish_event(TextDeltaEvent(content=content))  # queued before run(): sent after ready
     async with running(runner) as task:
@@ -357,7 +379,7 @@ async def test_retry_after_on_429_is_honoured(host: LoopbackAgentHost) -> None:
 
 async def test_a_refused_batch_is_resent_event_by_event(host: LoopbackAgentHost) -> None:
     host.fail_events(SID, 1, status=400)
-    runner = runner_for(host, echo)
+    runner = runner_for(host, echo, max_batch_events=8)
     for content in ("a", "b", "c"):
         await runner.publish_event(TextDeltaEvent(content=content))
     await host.send(SID, ShutdownRequest())

@@ -69,3 +69,11 @@ def test_whole_units_go_when_cutting_is_not_enough_keeping_the_first_and_latest_
     users = [message.text for message in fitted if message.role is Role.USER]
     assert users[0].startswith("request 0") and users[-1] == "the latest request"
     assert fitted[0] == history[0]
+
+
+def test_the_characters_cut_are_counted_net_of_the_markers() -> None:
+    pasted = "p" * 30_000
+    history = [system("s"), user(pasted)]
+    result = fit_to_limit(history, limit=2000, tokens=MessageTokenCache())
+    assert result.parts_cut >= 1 and result.messages_dropped == 0
+    assert result.chars_cut == len(pasted) - len(result.messages[-1].text)

@@ -146,3 +146,13 @@ async def test_masking_and_cutting_can_be_turned_off() -> None:
     messages = history(5)
     prepared = await ContextManager(config).prepare(messages)
     assert results(prepared.messages) == results(messages)
+
+
+async def test_a_cut_user_message_is_reported_with_the_characters_it_lost() -> None:
+    pasted = "HEAD " + "p" * 60_000 + " TAIL"
+    prepared = await ContextManager(window=8192).prepare([system("You are an agent."), user(pasted)])
+    report = prepared.report
+    assert report is not None
+    assert (report.messages_dropped, report.messages_summarized) == (0, 0)  # nothing left out whole ...
+    sent = prepared.messages[-1].text
+    assert report.parts_cut == 1 and report.chars_cut == len(pasted) - len(sent) > 0  # ... but the request was cut
