@@ -136,9 +136,11 @@ class FailoverChatClient:
                     raise
                 except ProviderError as error:
                     last_error = provider_error = error
-                    if await self._retry(error, index, attempt, notices):
-                        continue
-                    break
+                    delay = self._retry_delay(error, index, attempt, notices)
+                    if delay is None:
+                        break
+                    await self._sleep(delay)
+                    continue
                 return replace(response, notices=(*notices, *response.notices))
             self._switch(index, provider_error, notices)
         raise self._exhausted(last_error, notices)
@@ -160,6 +162,8 @@ class FailoverChatClient:
                     yield ChatUpdate(fallback=notice)
                 notices.clear()
                 started = False
+                failure: ProviderError | None = None
+                delay: float | None = None
                 stream = provider.client.get_streaming_response(request, self._options_for(index, options))
                 try:
                     async for update in stream:
@@ -170,31 +174,37 @@ class FailoverChatClient:
                 except ProviderError as error:
                     if started:
                         raise  # output already reached the user: failing over would duplicate it
-                    last_error = provider_error = error
-                    if await self._retry(error, index, attempt, notices):
-                        continue
-                    break
+                    last_error = provider_error = failure = error
+                    delay = self._retry_delay(error, index, attempt, notices)
                 finally:
                     aclose = getattr(stream, "aclose", None)
                     if aclose is not None:
                         await aclose()
-                return
+                if failure is None:
+                    return
+                if delay is None:
+                    break
+                for notice in notices:  # the retry notice goes out before the wait, so a client sees it at once
+                    yield ChatUpdate(fallback=notice)
+                notices.clear()
+                await self._sleep(delay)
             self._switch(index, provider_error, notices)
         exhausted = self._exhausted(last_error, notices)
         for notice in notices:
             yield ChatUpdate(fallback=notice)
         raise exhausted
 
-    async def _retry(self, error: ProviderError, index: int, attempt: int, notices: list[FallbackNotice]) -> bool:
-        """Wait and return True when ``error`` deserves another attempt on the same provider."""
+    def _retry_delay(
+        self, error: ProviderError, index: int, attempt: int, notices: list[FallbackNotice]
+    ) -> float | None:
+        """The wait before another attempt on the same provider (its ``retry`` notice added), or None for none."""
         if not self._should_retry(error, attempt):
-            return False
+            return None
         delay = self._policy.delay(attempt, error.retry_after)
         notices.append(
             self._notice("retry", error_category(error), index, attempt, f"{error} — retrying in {delay:g}s")
         )
-        await self._sleep(delay)
-        return True
+        return delay
 
     def _switch(self, index: int, error: ProviderError | None, notices: list[FallbackNotice]) -> None:
         if index + 1 < len(self._providers):
@@ -205,11 +215,13 @@ class FailoverChatClient:
             notices.append(self._notice("fallback", category, index, 0, message))
 
     def _exhausted(self, error: ProviderError | None, notices: list[FallbackNotice]) -> ProviderError:
+        """The error ending the call; an ``exhausted`` notice only when there was a chain to exhaust."""
         category = error_category(error) if error is not None else "context_limit"
         message = (
             f"every provider failed; the last error: {error}" if error else "no provider's window fits the request"
         )
-        notices.append(self._notice("exhausted", category, len(self._providers) - 1, 0, message))
+        if len(self._providers) > 1:
+            notices.append(self._notice("exhausted", category, len(self._providers) - 1, 0, message))
         return error or ProviderError(message)
 
     def _should_retry(self, error: ProviderError, attempt: int) -> bool:

@@ -36,7 +36,9 @@ def turn_override(
         The override to merge onto the configured options.
 
     Raises:
-        TurnOptionsError: An unknown tool name, tool mode or reasoning effort (nothing is silently dropped).
+        TurnOptionsError: An unknown tool name, tool mode or reasoning effort, a tool mode that contradicts the tools
+            offered (``require:<tool>`` for a tool not among ``tool_names``, ``require_any`` with no tool offered), or
+            a ``max_output_tokens`` below 1 (nothing is silently dropped).
     """
     by_name = {spec.name: spec for spec in registered}
     tools: tuple[ToolSpec, ...] | None = None
@@ -55,6 +57,16 @@ def turn_override(
         raise TurnOptionsError(
             f"Unknown tool mode '{tool_mode}'. Expected auto, none, require_any or require:<tool name>."
         )
+    offered = [spec.name for spec in (tools if tools is not None else registered)]
+    if tool_mode is not None and tool_mode.startswith("require:") and tool_mode[len("require:") :] not in offered:
+        raise TurnOptionsError(
+            f"Tool mode '{tool_mode}' requires a tool this turn does not offer: tool_names are "
+            f"{', '.join(offered) or '(none)'}. Add it to tool_names or choose another mode."
+        )
+    if tool_mode == "require_any" and not offered:
+        raise TurnOptionsError("Tool mode 'require_any' requires a tool, but this turn offers none.")
+    if max_output_tokens is not None and max_output_tokens < 1:
+        raise TurnOptionsError(f"max_output_tokens must be at least 1, got {max_output_tokens}.")
     if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
         raise TurnOptionsError(
             f"Unknown reasoning effort '{reasoning_effort}'. Expected none, low, medium, high or extra_high."

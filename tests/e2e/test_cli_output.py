@@ -110,7 +110,6 @@ def test_error_goes_to_stderr_in_text_mode(tmp_path: Path, workspace: Path) -> N
     assert completed.stderr.splitlines() == [
         "[retry] The model is overloaded. — retrying in 0s",
         "[retry] The model is overloaded. — retrying in 0s",
-        "[exhausted] every provider failed; the last error: The model is overloaded.",
         "Error: The model is overloaded.",
     ]
 

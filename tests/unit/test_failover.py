@@ -179,3 +179,31 @@ async def test_the_loop_streams_fallback_chunks_before_the_answer() -> None:
     chunks = [chunk async for chunk in AgentLoop(client, clock=FakeClock()).run_streaming("go")]
     assert isinstance(chunks[0], FallbackChunk) and chunks[0].notice.kind == "retry"
     assert isinstance(chunks[1], TextDelta)
+
+
+async def test_a_retry_notice_is_streamed_before_the_wait_and_states_its_length() -> None:
+    primary = ScriptedChatClient([ScriptStep(error=RATE_LIMITED), ScriptStep(text="ok")])
+    client, sleeps = chain(primary)
+    seen: list[tuple[str, int]] = []
+    async for update in client.get_streaming_response(MESSAGES, ChatOptions()):
+        if update.fallback is not None:
+            seen.append((update.fallback.message, len(sleeps.delays)))
+    assert seen == [("rate limited — retrying in 7s", 0)]  # the client had it before the 7 s wait began
+    assert sleeps.delays == [7.0]
+
+
+@pytest.mark.parametrize("error", [UNAUTHORIZED, SERVER_ERROR], ids=["not retryable", "retries used up"])
+async def test_a_single_provider_never_reports_an_exhausted_chain(error: ProviderError) -> None:
+    client, _ = chain(ScriptedChatClient([ScriptStep(error=error)] * 3))
+    updates: list[ChatUpdate] = []
+    with pytest.raises(ProviderError):
+        async for update in client.get_streaming_response(MESSAGES, ChatOptions()):
+            updates.append(update)
+    assert "exhausted" not in [u.fallback.kind for u in updates if u.fallback]
+
+
+async def test_a_single_provider_without_streaming_raises_without_an_exhausted_notice() -> None:
+    client, _ = chain(ScriptedChatClient([ScriptStep(error=UNAUTHORIZED)]))
+    with pytest.raises(ProviderError) as raised:
+        await client.get_response(MESSAGES, ChatOptions())
+    assert raised.value is UNAUTHORIZED
