@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
@@ -28,21 +29,53 @@ class SessionRequest:
     session_id: str | None = None
 
 
-class SessionBinding:
-    """A loop bound to its stored session: the history is restored on open, each finished turn is appended."""
+SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""A session id a client may choose: 1 to 128 ASCII letters, digits, ``.``, ``_`` or ``-``, starting with a letter or
+a digit (so never a path, ``..`` or an option-like ``-x``)."""
 
-    def __init__(self, store: SessionStore, log: ExecutionLog, info: SessionInfo, loop: AgentLoop) -> None:
+
+def session_id_problem(session_id: str) -> str | None:
+    """Why ``session_id`` cannot name a session, or None when it can (see :data:`SESSION_ID_PATTERN`)."""
+    if SESSION_ID_PATTERN.fullmatch(session_id):
+        return None
+    shown = session_id if len(session_id) <= 40 else session_id[:37] + "..."
+    return (
+        f"--session-id {shown!r} is not a valid session id: use 1 to 128 letters, digits, '.', '_' or '-', "
+        "starting with a letter or a digit"
+    )
+
+
+class SessionBinding:
+    """A loop bound to its stored session: the history is restored on open, each finished turn is appended.
+
+    A new session is stored with its first turn: a run that fails, is killed or is left before any turn finished
+    leaves no empty session behind (its id is fixed from the start all the same).
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        log: ExecutionLog,
+        session_id: str,
+        loop: AgentLoop,
+        *,
+        model: str,
+        stored: bool = True,
+    ) -> None:
         self._store = store
         self._log = log
-        self.info = info
+        self._session_id = session_id
         self._loop = loop
+        self._model = model
+        self._stored = stored
         self._turns = 0
 
     @classmethod
     async def open(
         cls, loop: AgentLoop, request: SessionRequest, *, model: str, store: SessionStore, log: ExecutionLog
     ) -> SessionBinding:
-        """Open (create, continue, resume or fork) the session and restore its conversation into ``loop``.
+        """Open (continue, resume or fork) the session and restore its conversation into ``loop``, or prepare a new
+        one (created when its first turn is recorded).
 
         Args:
             loop: The agent loop to bind.
@@ -54,9 +87,13 @@ class SessionBinding:
         Raises:
             SessionNotFoundError: ``-r`` names no session of this project.
         """
-        info = await _open(store, request, model)
+        info = await _existing(store, request)
+        if info is None:
+            loop.reset(())
+            session_id = request.session_id or await store.new_id()
+            return cls(store, log, session_id, loop, model=model, stored=False)
         loop.reset(await store.load_messages(info.id))
-        return cls(store, log, info, loop)
+        return cls(store, log, info.id, loop, model=model)
 
     @property
     def store(self) -> SessionStore:
@@ -71,18 +108,26 @@ class SessionBinding:
     @property
     def session_id(self) -> str:
         """The session's id."""
-        return self.info.id
+        return self._session_id
+
+    @property
+    def stored(self) -> bool:
+        """Whether the session exists in the store (a new one is created with its first turn)."""
+        return self._stored
 
     async def record(self, prompt: str, turn: TurnRecord) -> None:
-        """Store a finished turn (atomically) and write its execution-log entries."""
+        """Store a finished turn (atomically; the session is created first when it is new) and write its log entries."""
+        if not self._stored:
+            await self._store.create(self._model, session_id=self._session_id)
+            self._stored = True
         self._turns += 1
-        await self._store.append_turn(self.info.id, turn.messages)
-        await self._log.turn_start(self.info.id, self._turns, prompt)
+        await self._store.append_turn(self._session_id, turn.messages)
+        await self._log.turn_start(self._session_id, self._turns, prompt)
         for step, call in enumerate(turn.tool_calls, start=1):
-            await self._log.tool_call(self.info.id, self._turns, step, call.call_id, call.name, call.arguments_text)
+            await self._log.tool_call(self._session_id, self._turns, step, call.call_id, call.name, call.arguments_text)
         usage = turn.usage
         await self._log.turn_end(
-            self.info.id,
+            self._session_id,
             self._turns,
             response_length=len(turn.content),
             tool_calls=len(turn.tool_calls),
@@ -98,21 +143,23 @@ class SessionBinding:
             yield chunk
 
     async def close(self, reason: EndReason) -> None:
-        """End the session (``user_exit``, ``completed`` or ``error``)."""
-        await self._store.end(self.info.id, reason)
+        """End the session (``user_exit``, ``completed`` or ``error``); a session never stored has nothing to end."""
+        if self._stored:
+            await self._store.end(self._session_id, reason)
 
 
-async def _open(store: SessionStore, request: SessionRequest, model: str) -> SessionInfo:
+async def _existing(store: SessionStore, request: SessionRequest) -> SessionInfo | None:
+    """The stored session ``request`` continues (forked when asked), or None when a new one is to be made."""
     if request.session_id is not None:
         try:
             return await store.get(request.session_id)
         except SessionNotFoundError:
-            return await store.create(model, session_id=request.session_id)
+            return None
     source: SessionInfo | None = None
     if request.resume is not None:
         source = await store.get(request.resume)
     elif request.continue_latest:
         source = await store.latest()
     if source is None:
-        return await store.create(model)
+        return None
     return await store.fork(source.id) if request.fork else source

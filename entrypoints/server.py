@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import sys
-import uuid
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from ironhive.agent_factory import AgentSettings, load_configuration, open_agent
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.permissions.modes import Mode
-from ironhive.domain.sessions import SessionBinding, SessionRequest
+from ironhive.domain.sessions import SessionBinding, SessionRequest, session_id_problem
 from ironhive.domain.turn import AgentChunk
 from ironhive.domain.turn_options import turn_override
 from ironhive.ports.chat import Preloadable
@@ -67,16 +67,18 @@ class ServedAgent:
     Attributes:
         process: The processor of user messages (turns recorded in the session).
         hitl_bridge: The approval service of the agent; the runner attaches it so the client answers approvals.
+        session_id: The session's id (the one asked for, or a new ``<ms hex>-<8 hex>`` id).
     """
 
     process: ProcessMessage
     hitl_bridge: HitlBridge
+    session_id: str
 
 
 @contextlib.asynccontextmanager
 async def open_served_agent(
     *,
-    session_id: str,
+    session_id: str | None,
     provider: str | None,
     model: str | None,
     environ: Mapping[str, str],
@@ -84,8 +86,9 @@ async def open_served_agent(
 ) -> AsyncIterator[ServedAgent]:
     """The agent every server surface serves: the CLI's tools and permissions, Idle mode, approvals over the wire.
 
-    The session ``session_id`` is resumed (or created) and a local model is loaded before this yields, so a runner
-    announces itself only once the agent can answer.
+    The session ``session_id`` is resumed (or, with its first turn, created; a new id when None) and a local model is
+    loaded before this yields, so a runner announces itself only once the agent can answer. When the block ends the
+    session is ended: ``completed`` after shutdown or end of input, ``error`` when the block fails.
 
     Raises:
         ConfigurationError: The configuration or a provider cannot be used.
@@ -102,12 +105,21 @@ async def open_served_agent(
         binding = await agent.open_session(SessionRequest(session_id=session_id))
         if isinstance(agent.client, Preloadable):
             await agent.client.warm_up()  # a local model loads before any protocol line is written
-        yield ServedAgent(process=agent_processor(agent.loop, binding), hitl_bridge=bridge)
+        try:
+            yield ServedAgent(
+                process=agent_processor(agent.loop, binding), hitl_bridge=bridge, session_id=binding.session_id
+            )
+        except BaseException as error:
+            stopped = isinstance(error, asyncio.CancelledError | KeyboardInterrupt)
+            with contextlib.suppress(IronHiveError, OSError):
+                await binding.close("user_exit" if stopped else "error")
+            raise
+        await binding.close("completed")
 
 
 async def serve_stdio(
     *,
-    session_id: str,
+    session_id: str | None,
     provider: str | None,
     model: str | None,
     environ: Mapping[str, str],
@@ -122,14 +134,14 @@ async def serve_stdio(
         approval_timeout_seconds=approval_timeout_seconds,
     ) as served:
         runner = AgentServerRunner(served.process, hitl_bridge=served.hitl_bridge)
-        await runner.write(SessionStartedEvent(session_id=session_id))
+        await runner.write(SessionStartedEvent(session_id=served.session_id))
         await runner.run()
 
 
 async def serve_http(
     host_url: str,
     *,
-    session_id: str,
+    session_id: str | None,
     provider: str | None,
     model: str | None,
     environ: Mapping[str, str],
@@ -159,7 +171,10 @@ async def serve_http(
         ) as served,
         aiohttp.ClientSession(headers=headers) as http,
     ):
-        await AgentHttpRunner(host_url, session_id, served.process, hitl_bridge=served.hitl_bridge, session=http).run()
+        runner = AgentHttpRunner(
+            host_url, served.session_id, served.process, hitl_bridge=served.hitl_bridge, session=http
+        )
+        await runner.run()
 
 
 def host_url_problem(url: str) -> str | None:
@@ -186,10 +201,13 @@ def run_server(
     environ: Mapping[str, str],
     approval_timeout_seconds: float | None = None,
 ) -> int:
-    """Run ``ironhive run --server``; returns the exit code (0 after shutdown or end of input)."""
+    """Run ``ironhive run --server``; returns the exit code (0 after shutdown or end of input, 2 for a bad id)."""
+    if (problem := _usage_problem(session_id, approval_timeout_seconds)) is not None:
+        sys.stderr.write(f"Error: {problem}\n")
+        return 2
     return _exit_code(
         serve_stdio(
-            session_id=session_id or uuid.uuid4().hex,
+            session_id=session_id,
             provider=provider,
             model=model,
             environ=environ,
@@ -208,15 +226,15 @@ def run_http(
     environ: Mapping[str, str],
     approval_timeout_seconds: float | None = None,
 ) -> int:
-    """Run ``ironhive run --http URL``; returns the exit code (0 after shutdown, 1 when the host fails or refuses)."""
-    problem = host_url_problem(host_url)
-    if problem is not None:
+    """Run ``ironhive run --http URL``; returns the exit code (0 after shutdown, 1 when the host fails or refuses, 2
+    for a malformed URL or session id)."""
+    if (problem := host_url_problem(host_url) or _usage_problem(session_id, approval_timeout_seconds)) is not None:
         sys.stderr.write(f"Error: {problem}\n")
-        return 1
+        return 2
     return _exit_code(
         serve_http(
             host_url,
-            session_id=session_id or uuid.uuid4().hex,
+            session_id=session_id,
             provider=provider,
             model=model,
             environ=environ,
@@ -224,6 +242,15 @@ def run_http(
         ),
         environ,
     )
+
+
+def _usage_problem(session_id: str | None, approval_timeout_seconds: float | None) -> str | None:
+    """What is wrong with the options every server surface takes, or None (each is a usage error: exit 2)."""
+    if approval_timeout_seconds is not None and not (
+        math.isfinite(approval_timeout_seconds) and approval_timeout_seconds > 0
+    ):
+        return f"--approval-timeout must be a positive number of seconds, got {approval_timeout_seconds:g}"
+    return None if session_id is None else session_id_problem(session_id)
 
 
 def _exit_code(serve: Coroutine[Any, Any, None], environ: Mapping[str, str]) -> int:

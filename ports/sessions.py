@@ -62,6 +62,10 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def new_id(self) -> str:
+        """A fresh sortable session id (``<ms hex>-<8 hex>``) for a session not created yet; nothing is stored."""
+        ...
+
     async def append_turn(self, session_id: str, messages: Sequence[ChatMessage]) -> None:
         """Store the messages one turn added, all or nothing.
 

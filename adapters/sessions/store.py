@@ -170,6 +170,10 @@ class DiskCacheSessionStore:
             raise SessionDataError(f"A session with the id {session_id} already exists")
         raise SessionDataError(f"Could not find a free session id in {_ID_ATTEMPTS} attempts")
 
+    async def new_id(self) -> str:
+        """A fresh sortable session id (``<ms hex>-<8 hex>``) for a session not created yet; nothing is stored."""
+        return self._new_session_id(self._now())
+
     async def append_turn(self, session_id: str, messages: Sequence[ChatMessage]) -> None:
         """Store one turn's messages and the updated session record in one transaction."""
         payload = encode_turn(messages)

@@ -137,10 +137,7 @@ def run(
     """Run a single prompt and exit, or serve the turn-stream protocol on stdio (--server) or to a host (--http)."""
     if server and http is not None:
         sys.stderr.write("Error: --server and --http cannot be used together: choose stdio or an HTTP host.\n")
-        return 1
-    if (server or http is not None) and approval_timeout is not None and approval_timeout <= 0:
-        sys.stderr.write("Error: --approval-timeout must be positive.\n")
-        return 1
+        return 2
     if http is not None:
         from ironhive.server import run_http
 

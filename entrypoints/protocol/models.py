@@ -368,7 +368,7 @@ class ContextCompactedEvent(ServerEvent):
     """ironhive's own notice that the history was compacted (clients may ignore it); unknown counts are null.
 
     ``parts_cut`` counts the texts (the user's message included), tool results and call arguments shortened in the
-    request, and ``chars_cut`` the characters that removed (net of the markers left in their place).
+    request, and ``chars_cut`` the characters cut from them (net of the markers left in their place).
     """
 
     type: Literal["context_compacted"] = "context_compacted"

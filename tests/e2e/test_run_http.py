@@ -115,7 +115,12 @@ async def test_ready_a_turn_with_an_approval_and_shutdown(work: Path) -> None:
         await host.send(SID, {"type": "user_message", "content": "write the notes"})
         before = await events_until(host, "hitl_request")
         request = before[-1]
-        assert before[-2] == {"type": "tool_start", "tool": "write_file", "input": None, "call_id": "call_w1"}
+        assert before[-2] == {
+            "type": "tool_start",
+            "tool": "write_file",
+            "input": {"path": "notes.md", "content": "# Notes\n"},
+            "call_id": "call_w1",
+        }
         assert (request["tool_name"], request["call_id"], request["arguments"]) == (
             "write_file",
             "call_w1",
@@ -200,9 +205,9 @@ def test_an_unreachable_host_is_a_clear_error_at_once(work: Path) -> None:
         (["--http", "http://user:pw@127.0.0.1:5100"], "Error: --http URLs must not carry credentials"),
     ],
 )
-def test_contradictory_or_malformed_options_are_refused(work: Path, args: list[str], message: str) -> None:
+def test_contradictory_or_malformed_options_are_usage_errors(work: Path, args: list[str], message: str) -> None:
     completed = run_ironhive("run", *args, cwd=work, home=work.parent / "home", timeout=TIMEOUT)
-    assert completed.returncode == 1
+    assert completed.returncode == 2
     assert completed.stderr.startswith(message)
     assert "pw" not in completed.stderr
 

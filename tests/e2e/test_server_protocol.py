@@ -82,7 +82,7 @@ def test_session_started_is_the_first_line_before_any_request(work: Path, sessio
         if session_id:
             assert first["session_id"] == session_id
         else:
-            assert HEX32.fullmatch(first["session_id"])
+            assert re.fullmatch(r"[0-9a-f]+-[0-9a-f]{8}", first["session_id"])  # the CLI's sortable session ids
         server.close_stdin()
         assert server.remaining_events() == []
         assert server.wait() == 0

@@ -105,6 +105,11 @@ class LoopbackAgentHost:
         """``http://127.0.0.1:<port>``."""
         return f"http://127.0.0.1:{self._port}"
 
+    @property
+    def agent_ids(self) -> list[str]:
+        """The ids of the agents the host has records of, in first-seen order."""
+        return list(self._agents)
+
     def agent(self, agent_id: str) -> AgentRecord:
         """The record of ``agent_id`` (created empty on first use)."""
         return self._agents.setdefault(agent_id, AgentRecord())
