@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import importlib
 import os
 import selectors
@@ -38,6 +39,7 @@ PRELOAD = (
     "ironhive.container",
     "ironhive.providers",
     "ironhive.log_setup",
+    "ironhive.lean_imports",
     "ironhive.optional_tools",
     "ironhive.adapters.console_approval",
     "ironhive.adapters.config.loader",
@@ -45,14 +47,33 @@ PRELOAD = (
     "ironhive.adapters.mcp.console_trust",
     "ironhive.adapters.mcp.provider",
     "ironhive.adapters.sessions.store",
+    "ironhive.adapters.sessions.execution_log",
+    "ironhive.adapters.skills.loader",
+    "ironhive.adapters.skills.tool",
     "ironhive.adapters.tools.provider",
     "ironhive.adapters.web.tools",
     "ironhive.adapters.openai.client",
     "ironhive.adapters.anthropic.client",
     "ironhive.adapters.google.client",
     "openai",
+    "openai.resources.chat.chat",
+    "openai.resources.chat.completions.completions",
+    "openai.resources.chat.completions.messages",
+    "openai.resources.models",
+    "openai.pagination",
+    "openai.lib.streaming.chat",
     "anthropic",
+    "anthropic.resources.messages",
+    "anthropic.resources.models",
     "google.genai",
+    "httpcore2",
+    "h11",
+    "anyio._backends._asyncio",
+    "anyio.streams.tls",
+    "truststore",
+    "diskcache",
+    "sqlite3",
+    "concurrent.futures.thread",
     "aiohttp",
     "mcp",
     "rich.console",
@@ -405,6 +426,8 @@ def main(directory: str, idle_seconds: float) -> None:
     if lock_fd is None:
         return  # another server holds the directory
     missing = preload()
+    gc.collect()
+    gc.freeze()  # the preloaded objects are never collected: no GC pass in a child touches (and copies) their pages
     if thread_count() > 1:  # forking a threaded process is unsafe: a preloaded module started a thread
         _log(directory, f"not serving: {thread_count()} threads after preloading")
         return
