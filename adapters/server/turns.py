@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 QUEUE_FULL = "The turn queue is full"
 DROPPED_ANSWER = "Approval answer dropped: "
 INVALID_MESSAGE = "Invalid user_message: "
-CANCELLED_CALL = "Cancelled: the turn was cancelled while the tool ran; its outcome is unknown."
+CANCELLED_CALL = "Cancelled: the turn was cancelled before this call finished."
 UNFINISHED_CALL = "The turn ended before the tool's outcome was known."
 
 

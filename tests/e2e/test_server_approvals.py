@@ -130,7 +130,7 @@ def test_approved_call_runs_and_its_request_describes_it(
             "call_id": call_id,
             "scope": expected_request["scope"],
         }
-        assert before[-2] == {"type": "tool_start", "tool": tool, "input": None, "call_id": call_id}
+        assert before[-2] == {"type": "tool_start", "tool": tool, "input": arguments, "call_id": call_id}
         assert server.events_within(0.3) == []  # the call waits for the answer
         assert not (work / "notes.md").exists()
         answer(server, True, id=request["id"])
@@ -272,7 +272,16 @@ def test_cancel_while_waiting_ends_the_turn_and_the_session_goes_on(model: Loopb
         assert server.events_within(0.3) == [dropped(f"no approval request with id {request['id']} is waiting")]
         server.user_message("never mind")
         later = server.read_turn()
-    assert cancelled == [BARE_TURN_END]  # no error, no tool_end: the call never ran
+    assert cancelled == [  # no error; the call that never ran still gets its tool_end
+        {
+            "type": "tool_end",
+            "tool": "write_file",
+            "success": False,
+            "output": "Cancelled: the turn was cancelled before this call finished.",
+            "call_id": "call_w1",
+        },
+        BARE_TURN_END,
+    ]
     assert not (work / "notes.md").exists()
     assert text_of(later) == "Still here."
     assert of_type(later, "error") == []

@@ -15,16 +15,23 @@ from hypothesis import strategies as st
 from tests.support.server_process import ServerProcess
 
 UNREADABLE = "Unreadable request skipped: "
+INVALID = "Invalid user_message: "
+BARE_TURN_END = {"type": "turn_end", "input_tokens": None, "output_tokens": None, "total_tokens": None}
 MAX_LINE_BYTES = 4 * 1024 * 1024
 KNOWN_TYPES = ("user_message", "context_update", "hitl_response", "cancel", "shutdown")
 
 
 @dataclass(frozen=True)
 class Line:
-    """One request line (without its newline) and whether the server must answer it with an error."""
+    """One request line (without its newline) and how the server must answer it.
+
+    ``unreadable``: with one unreadable-line ``error``; ``rejected``: a ``user_message`` with a wrong field, answered
+    in its place in the order with an ``Invalid user_message`` error and its ``turn_end``.
+    """
 
     data: bytes
     unreadable: bool
+    rejected: bool = False
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +73,13 @@ def unreadable(data: bytes) -> Line:
     return Line(data, True)
 
 
+def wrong_fields(value: dict[str, Any]) -> Line:
+    """A request with a wrong field: a user_message still ends its turn, any other request is unreadable."""
+    if value.get("type") == "user_message":
+        return Line(dumped(value), unreadable=False, rejected=True)
+    return unreadable(dumped(value))
+
+
 blank_lines = st.text(alphabet=" \t\r", max_size=6).map(lambda text: Line(text.encode(), False))
 
 not_json = st.text(max_size=40).map(lambda text: unreadable(("{" + text.replace("}", "")).replace("\n", "").encode()))
@@ -98,7 +112,7 @@ wrong_field_types = st.one_of(
             {"type": "context_update", "selected_items": "src/app.py"},
         ]
     ),
-).map(lambda value: unreadable(dumped(value)))
+).map(wrong_fields)
 binary = st.tuples(st.binary(max_size=30), st.binary(max_size=30)).map(
     lambda parts: unreadable((parts[0] + b"\xff" + parts[1]).replace(b"\n", b""))  # 0xff is never UTF-8
 )
@@ -164,16 +178,23 @@ def echoed(events: list[dict[str, Any]]) -> str:
     return text
 
 
-def expect_errors_then_answer(server: ServerProcess, errors: int) -> None:
-    """After ``errors`` unreadable lines, a user message still gets its answer (and nothing else arrives)."""
+def expect_errors_then_answer(server: ServerProcess, errors: int, rejected: int = 0) -> None:
+    """After ``errors`` unreadable lines and ``rejected`` malformed user messages (each its own error + turn_end), a
+    user message still gets its answer (and nothing else arrives)."""
     marker = f"<still alive {next(_markers)}>"
     server.user_message(marker)
-    events = server.read_turn()
+    turns = [server.read_turn() for _ in range(rejected + 1)]
+    events = [event for turn in turns for event in turn]
     reported = [event for event in events if event["type"] == "error"]
-    assert len(reported) == errors, events
-    assert all(event["message"].startswith(UNREADABLE) for event in reported), reported
+    assert len(reported) == errors + rejected, events
+    assert len([event for event in reported if event["message"].startswith(UNREADABLE)]) == errors, reported
+    assert len([event for event in reported if event["message"].startswith(INVALID)]) == rejected, reported
     assert all(len(event["message"]) < 300 for event in reported)  # never echoes the line back
-    answer = events[len(reported) :]
+    for turn in turns[:-1]:
+        kept = [event for event in turn if not (event["type"] == "error" and event["message"].startswith(UNREADABLE))]
+        assert [event["type"] for event in kept] == ["error", "turn_end"] and kept[1] == BARE_TURN_END, turn
+        assert kept[0]["message"].startswith(INVALID), turn
+    answer = [event for event in turns[-1] if event["type"] != "error"]
     assert marker in echoed(answer)
     assert [e["type"] for e in answer if e["type"] != "text_delta"] == ["turn_end"]
 
@@ -182,7 +203,7 @@ def expect_errors_then_answer(server: ServerProcess, errors: int) -> None:
 @given(lines=st.lists(request_lines, min_size=1, max_size=6))
 def test_unreadable_lines_get_one_error_each_and_blank_lines_nothing(server: ServerProcess, lines: list[Line]) -> None:
     server.send_raw(b"".join(line.data + b"\n" for line in lines))
-    expect_errors_then_answer(server, sum(line.unreadable for line in lines))
+    expect_errors_then_answer(server, sum(line.unreadable for line in lines), sum(line.rejected for line in lines))
 
 
 def test_lines_over_the_limit_are_skipped_without_reading_them_whole(server: ServerProcess) -> None:
