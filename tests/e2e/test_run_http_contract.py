@@ -102,3 +102,34 @@ async def test_a_generated_session_id_is_sortable_and_the_session_is_ended_after
     listed = run_ironhive("sessions", "-o", "json", cwd=work, home=work.parent / "home")
     [stored] = json.loads(listed.stdout)
     assert (stored["id"], stored["status"], stored["messageCount"]) == (sid, "ended", 2)
+
+
+async def test_d4_d6_over_http_the_retry_notice_is_posted_before_the_wait_and_contradicting_options_are_refused(
+    host: LoopbackAgentHost, work: Path
+) -> None:
+    sid = "http-contract-2"
+    busy = {"error": {"message": "The model is busy.", "status": 503, "retryable": True}}
+    async with agent(host, work, [busy, {"text": "Answered."}], "--session-id", sid) as process:
+        await host.wait_until(lambda: bool(host.agent(sid).ready_bodies), within=TIMEOUT)
+        options = {"tool_names": ["read_file"], "tool_mode": "require:write_file"}
+        await host.send(sid, {"type": "user_message", "content": "go", "options": options})
+        await host.send(sid, {"type": "user_message", "content": "hi"})
+        await host.wait_for_turn_ends(sid, 2, within=TIMEOUT)
+        await host.send(sid, {"type": "shutdown"})
+        assert await asyncio.wait_for(process.wait(), TIMEOUT) == 0
+    record = host.agent(sid)
+    refused, answered = record.events[:2], record.events[2:]
+    assert refused == [
+        {
+            "type": "error",
+            "message": "Tool mode 'require:write_file' requires a tool this turn does not offer: tool_names are "
+            "read_file. Add it to tool_names or choose another mode.",
+        },
+        {"type": "turn_end", "input_tokens": None, "output_tokens": None, "total_tokens": None},
+    ]
+    assert answered[0]["type"] == "fallback" and answered[0]["message"] == "The model is busy. — retrying in 1s"
+    posts = [post for post in record.event_posts if 200 <= post.status < 300]
+    notice_at = next(post.at for post in posts if json.loads(post.body)["type"] == "fallback")
+    text_at = next(post.at for post in posts if json.loads(post.body)["type"] == "text_delta")
+    assert text_at - notice_at >= 0.7  # the host had the notice before the 1 s wait, not with the answer after it
+    assert "exhausted" not in [event.get("kind") for event in answered]
