@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from ironhive.domain.agent_loop import AgentLoop
-from ironhive.domain.errors import SessionNotFoundError
+from ironhive.domain.errors import ConfigurationError, SessionNotFoundError
 from ironhive.domain.turn import AgentChunk, TurnCompleted, TurnRecord
 from ironhive.ports.sessions import EndReason, ExecutionLog, SessionInfo, SessionStore
 
@@ -34,13 +34,18 @@ SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 a digit (so never a path, ``..`` or an option-like ``-x``)."""
 
 
-def session_id_problem(session_id: str) -> str | None:
-    """Why ``session_id`` cannot name a session, or None when it can (see :data:`SESSION_ID_PATTERN`)."""
+def session_id_problem(session_id: str, *, name: str = "--session-id") -> str | None:
+    """Why ``session_id`` cannot name a session, or None when it can (see :data:`SESSION_ID_PATTERN`).
+
+    Args:
+        session_id: The id a client chose.
+        name: What the message calls it (the command-line option by default).
+    """
     if SESSION_ID_PATTERN.fullmatch(session_id):
         return None
     shown = session_id if len(session_id) <= 40 else session_id[:37] + "..."
     return (
-        f"--session-id {shown!r} is not a valid session id: use 1 to 128 letters, digits, '.', '_' or '-', "
+        f"{name} {shown!r} is not a valid session id: use 1 to 128 letters, digits, '.', '_' or '-', "
         "starting with a letter or a digit"
     )
 
@@ -86,7 +91,10 @@ class SessionBinding:
 
         Raises:
             SessionNotFoundError: ``-r`` names no session of this project.
+            ConfigurationError: ``request.session_id`` is not a valid session id (see :func:`session_id_problem`).
         """
+        if request.session_id is not None and (problem := session_id_problem(request.session_id, name="Session id")):
+            raise ConfigurationError(problem)
         info = await _existing(store, request)
         if info is None:
             loop.reset(())

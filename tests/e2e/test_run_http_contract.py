@@ -56,7 +56,7 @@ async def test_d1_d2_a_wrong_typed_message_ends_its_turn_and_every_event_is_post
     host: LoopbackAgentHost, work: Path
 ) -> None:
     sid = "http-contract-1"
-    steps = [
+    steps: list[Json] = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}, "id": "c1"}]},
         {"deltas": ["o", "k"]},
     ]

@@ -56,7 +56,9 @@ def line(value: object) -> bytes:
 _NOT_A_STRING = st.one_of(
     st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.booleans(), st.lists(st.text(), max_size=2)
 )
-_NOT_A_NUMBER = st.one_of(st.text(max_size=5), st.booleans(), st.lists(st.integers(), max_size=2), st.just({}))
+_NOT_A_NUMBER: st.SearchStrategy[Any] = st.one_of(
+    st.text(max_size=5), st.booleans(), st.lists(st.integers(), max_size=2), st.just({})
+)
 _NOT_AN_INTEGER = st.one_of(
     _NOT_A_NUMBER, st.floats(allow_nan=False, allow_infinity=False).filter(lambda value: not value.is_integer())
 )
