@@ -260,6 +260,8 @@ def start_server(directory: str, idle_seconds: float) -> None:
     """
     import fcntl
 
+    if not sys.argv or os.path.dirname(os.path.realpath(sys.argv[0])) != os.path.realpath(sys.path[0] or "."):
+        return  # not the console script (``python -m ironhive`` puts the working directory on sys.path): no server
     uid = os.getuid()
     try:
         ensure_private_directory(directory, uid)
