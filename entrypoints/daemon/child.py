@@ -98,3 +98,32 @@ def _stream(fd: int, old: TextIO | None) -> TextIO:
     return io.TextIOWrapper(
         raw, encoding=encoding, errors=errors, newline="\n", line_buffering=line_buffering, write_through=not buffered
     )
+
+
+def exit_run(code: int) -> None:
+    """End the child as interpreter shutdown would, without tearing down the preloaded modules.
+
+    Python's finalization waits for threads, runs ``atexit`` callbacks (logging, ``weakref.finalize``), flushes stdout
+    and stderr (a failed flush exits 120), then frees every module: in a child of the warm process that last step
+    touches every preloaded object, copying their pages, for over 100 ms. The first steps are kept, garbage is
+    collected (so an unreachable open file is still flushed), and the process ends there.
+
+    Args:
+        code: The run's exit code.
+    """
+    import atexit
+    import gc
+    import threading
+
+    wait_for_threads = getattr(threading, "_shutdown", None)
+    if wait_for_threads is not None:
+        wait_for_threads()
+    atexit._run_exitfuncs()
+    gc.collect()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and not stream.closed:
+                stream.flush()
+        except (OSError, ValueError):
+            code = 120
+    os._exit(code)

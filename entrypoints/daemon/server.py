@@ -438,9 +438,9 @@ def main(directory: str, idle_seconds: float) -> None:
     if forked is None:
         _log(directory, "stopped")
         return
-    from ironhive.daemon.child import become_run
+    from ironhive.daemon.child import become_run, exit_run
 
     args = become_run(forked.message, forked.fds)
     from ironhive.cli.app import run_app
 
-    raise SystemExit(run_app(args))
+    exit_run(run_app(args))  # an exception propagates instead, through Python's own handling, as in a direct run
