@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, Stri
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
+from ironhive.adapters.openai.spec import OLLAMA_ENDPOINT
 from ironhive.domain.context.config import DEFAULT_PROTECTED_TOOL_OUTPUTS, CompactionConfig
 from ironhive.domain.errors import ConfigurationError
 
@@ -104,7 +105,7 @@ class XAISection(ConfigSection):
 class OllamaSection(ConfigSection):
     """``ollama`` (configured when enabled)."""
 
-    endpoint: Text = "http://localhost:11434"
+    endpoint: Text = OLLAMA_ENDPOINT
     model: Text | None = None
     enabled: StrictBool = False
 

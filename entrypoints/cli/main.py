@@ -1,5 +1,4 @@
-"""The ``ironhive`` console script: answers ``--version`` without importing anything, hands a non-interactive run to
-the warm process when one serves (:mod:`ironhive.daemon`), else runs the CLI here."""
+"""The ``ironhive`` console script: ``--version`` at once, a non-interactive run to the warm process, else the CLI."""
 
 from __future__ import annotations
 
