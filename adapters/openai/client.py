@@ -128,12 +128,15 @@ class OpenAIChatClient(AsyncClosing):
 
     def _client(self) -> openai.AsyncOpenAI:
         if self._sdk is None:
+            from ironhive.adapters.tls import tls_context
+
             self._sdk = openai.AsyncOpenAI(
                 api_key=self._api_key or _NO_KEY,
                 base_url=self._base_url,
                 timeout=self._timeout,
                 max_retries=0,
                 default_headers=self._default_headers or None,
+                http_client=openai.DefaultAsyncHttpxClient(verify=tls_context(), timeout=self._timeout),
             )
         return self._sdk
 

@@ -16,6 +16,7 @@ import os
 import selectors
 import signal
 import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -372,13 +373,17 @@ def _source_stamps() -> dict[str, int]:
 
 
 def preload() -> list[str]:
-    """Import :data:`PRELOAD`; returns the modules that could not be imported."""
+    """Import :data:`PRELOAD` and load the CA store once; returns the modules that could not be imported."""
     missing = []
     for name in PRELOAD:
         try:
             importlib.import_module(name)
         except ImportError:
             missing.append(name)
+    with contextlib.suppress(ImportError, OSError, ssl.SSLError):
+        from ironhive.adapters.tls import tls_context
+
+        tls_context()  # a context, not a connection: every forked run shares it
     return missing
 
 
