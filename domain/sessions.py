@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from ironhive.domain.agent_loop import AgentLoop
-from ironhive.domain.errors import ConfigurationError, SessionNotFoundError
+from ironhive.domain.errors import ConfigurationError, IronHiveError, SessionNotFoundError
 from ironhive.domain.turn import AgentChunk, TurnCompleted, TurnRecord
 from ironhive.ports.sessions import EndReason, ExecutionLog, SessionInfo, SessionStore
 
@@ -123,11 +123,23 @@ class SessionBinding:
         """Whether the session exists in the store (a new one is created with its first turn)."""
         return self._stored
 
+    async def _create_once(self) -> None:
+        """Create the new session in the store, unless it exists: a record cancelled while it created the session
+        (the store finishes its write all the same) has already done it."""
+        if self._stored:
+            return
+        try:
+            await self._store.create(self._model, session_id=self._session_id)
+        except IronHiveError:
+            try:
+                await self._store.get(self._session_id)
+            except SessionNotFoundError:
+                raise
+        self._stored = True
+
     async def record(self, prompt: str, turn: TurnRecord) -> None:
         """Store a finished turn (atomically; the session is created first when it is new) and write its log entries."""
-        if not self._stored:
-            await self._store.create(self._model, session_id=self._session_id)
-            self._stored = True
+        await self._create_once()
         self._turns += 1
         await self._store.append_turn(self._session_id, turn.messages)
         await self._log.turn_start(self._session_id, self._turns, prompt)

@@ -73,3 +73,13 @@ async def test_an_invalid_session_id_is_refused_before_the_store_is_touched(
 @pytest.mark.parametrize("session_id", ["a", "A1._-z", "0" * 128, "20260831-abc.def_1"])
 def test_valid_session_ids(session_id: str) -> None:
     assert session_id_problem(session_id) is None
+
+
+async def test_a_session_created_by_a_cancelled_record_is_not_created_twice(
+    store: DiskCacheSessionStore, tmp_path: Path, loop: AgentLoop
+) -> None:
+    binding = await open_binding(store, tmp_path, SessionRequest(session_id="raced"), loop)
+    await store.create("m", session_id="raced")  # what a record cancelled mid-create leaves behind
+    await binding.record("hi", await loop.run("hi"))
+    [stored] = await store.list(10)
+    assert (stored.id, stored.message_count) == ("raced", 2)
