@@ -6,6 +6,7 @@ import importlib.util
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,40 @@ def _ready(config: IronHiveConfig) -> bool:
     return bool(section.model_path or section.hugging_face_repo) or local_inference_available()
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LocalLoad:
+    """What a local client loads: the model file and the settings llama.cpp loads it with."""
+
+    model_path: Path
+    n_ctx: int | None
+    extra_buffer_types: bool | None
+
+
+def local_load(
+    config: IronHiveConfig, model: str | None, *, environ: Mapping[str, str], progress: ByteProgress | None = None
+) -> LocalLoad:
+    """The model a run on the local provider loads (``-m`` or ``lmsupply.modelPath``, else the Hugging Face file,
+    downloaded unless ``HF_HUB_OFFLINE`` is set in ``environ``, else the bundled model) and its load settings.
+
+    Raises:
+        ConfigurationError: The model file cannot be found or fetched.
+    """
+    from ironhive.adapters.llamacpp.model_resolution import default_model_cache, resolve_model_path
+
+    section = config.lmsupply
+    model_path = resolve_model_path(
+        model_path=model or section.model_path,
+        hf_repo=section.hugging_face_repo,
+        hf_file=section.hugging_face_file,
+        cache_dir=default_model_cache(Path.home()),
+        environ=environ,
+        progress=progress,
+    )
+    return LocalLoad(
+        model_path=model_path, n_ctx=section.max_context_length, extra_buffer_types=section.extra_buffer_types
+    )
+
+
 def _choose(config: IronHiveConfig, model: str | None, surface: ClientSurface | None) -> Choice:
     """Local inference: ``-m`` or ``lmsupply.modelPath``, else a configured Hugging Face file (downloaded once into
     ``~/.ironhive/models``, honouring ``HF_ENDPOINT`` and ``HF_HUB_OFFLINE``), else the bundled SmolLM2 model."""
@@ -74,19 +109,10 @@ def _choose(config: IronHiveConfig, model: str | None, surface: ClientSurface | 
     shows = surface or QuietSurface()
 
     def build() -> ChatClient:
-        from ironhive.adapters.llamacpp.model_resolution import default_model_cache, resolve_model_path
-
         with shows.downloading(f"Downloading {file}") as progress:
-            model_path = resolve_model_path(
-                model_path=configured_path,
-                hf_repo=repo,
-                hf_file=file,
-                cache_dir=default_model_cache(Path.home()),
-                environ=os.environ,
-                progress=progress,
-            )
+            load = local_load(config, model, environ=os.environ, progress=progress)
         return shows.local_client(
-            model_path=model_path, n_ctx=section.max_context_length, extra_buffer_types=section.extra_buffer_types
+            model_path=load.model_path, n_ctx=load.n_ctx, extra_buffer_types=load.extra_buffer_types
         )
 
     return Choice(model=shown, build=build)

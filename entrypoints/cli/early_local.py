@@ -39,18 +39,12 @@ def start_local_model_early(provider: str | None, model: str | None, environ: Ma
         if select_provider(provider, model, config).name != LOCAL_PROVIDER:
             return False
         from ironhive.adapters.llamacpp.client import LlamaCppChatClient
-        from ironhive.adapters.llamacpp.model_resolution import default_model_cache, resolve_model_path
+        from ironhive.adapters.llamacpp.spec import local_load
 
-        section = config.lmsupply
-        model_path = resolve_model_path(
-            model_path=split_model(model)[1] or section.model_path,
-            hf_repo=section.hugging_face_repo,
-            hf_file=section.hugging_face_file,
-            cache_dir=default_model_cache(Path.home()),
-            environ={**environ, "HF_HUB_OFFLINE": "1"},  # only a model already on disk: never download here
-        )
+        # Only a model already on disk: the run itself downloads, with its progress bar.
+        load = local_load(config, split_model(model)[1], environ={**environ, "HF_HUB_OFFLINE": "1"})
         client = LlamaCppChatClient(
-            model_path=model_path, n_ctx=section.max_context_length, extra_buffer_types=section.extra_buffer_types
+            model_path=load.model_path, n_ctx=load.n_ctx, extra_buffer_types=load.extra_buffer_types
         )
     except (IronHiveError, OSError, ValueError):
         _log.debug("the local model is not started early", exc_info=True)
