@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import json
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
 from tests.support.loopback_server import start_site
+from tests.support.server_process import script
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "http-agent-host" / "host.py"
 SID = "http-session-1"
@@ -35,20 +35,6 @@ def load_sample() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    (tmp_path / "home").mkdir()
-    return path
-
-
-def script(work: Path, steps: list[Json]) -> str:
-    path = work.parent / "script.json"
-    path.write_text(json.dumps({"steps": steps}))
-    return str(path)
 
 
 @contextlib.asynccontextmanager

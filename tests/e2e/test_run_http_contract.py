@@ -21,14 +21,6 @@ Json = dict[str, Any]
 
 
 @pytest.fixture
-def work(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    (tmp_path / "home").mkdir()
-    return path
-
-
-@pytest.fixture
 async def host() -> AsyncIterator[LoopbackAgentHost]:
     async with LoopbackAgentHost() as running:
         yield running

@@ -15,24 +15,10 @@ from typing import Any
 import pytest
 
 from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
-from tests.support.server_process import Event, ServerProcess
+from tests.support.server_process import Event, ServerProcess, script
 
 SESSION_ID = re.compile(r"[0-9a-f]+-[0-9a-f]{8}")
 BARE_TURN_END = {"type": "turn_end", "input_tokens": None, "output_tokens": None, "total_tokens": None}
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    (tmp_path / "home").mkdir()
-    return path
-
-
-def script(work: Path, steps: Sequence[object]) -> str:
-    path = work.parent / "script.json"
-    path.write_text(json.dumps({"steps": steps}))
-    return str(path)
 
 
 def scripted(work: Path, steps: Sequence[object] | None = None, *flags: str) -> ServerProcess:

@@ -19,14 +19,6 @@ BARE_TURN_END = {"type": "turn_end", "input_tokens": None, "output_tokens": None
 
 
 @pytest.fixture
-def work(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    (tmp_path / "home").mkdir()
-    return path
-
-
-@pytest.fixture
 def model() -> Iterator[LoopbackOpenAIServer]:
     with LoopbackOpenAIServer() as server:
         yield server

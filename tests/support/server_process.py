@@ -8,7 +8,7 @@ import queue
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeAlias
@@ -279,3 +279,10 @@ def hitl_placement_errors(events: list[Event]) -> list[str]:
         if not ended_after:
             problems.append(f"hitl_request {event['id']} has no tool_end with call_id {call_id!r} after it")
     return problems
+
+
+def script(work: Path, steps: Sequence[object]) -> str:
+    """Write the scripted model's ``steps`` beside the working directory; returns the file's path for ``-m``."""
+    path = work.parent / "script.json"
+    path.write_text(json.dumps({"steps": steps}))
+    return str(path)
