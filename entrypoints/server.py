@@ -60,6 +60,32 @@ HOST_TOKEN_VARIABLE = "IRONHIVE_HOST_TOKEN"
 """Environment variable holding the bearer token ``run --http`` sends to the agent host (none when unset or empty)."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServeRequest:
+    """What every server surface is asked to serve (``run --server`` and ``run --http`` alike).
+
+    Attributes:
+        session_id: ``--session-id``: that session, resumed or created; a new id when None.
+        provider: ``--provider``.
+        model: ``-m``.
+        environ: The process environment.
+        approval_timeout_seconds: ``--approval-timeout``; ``approval.timeoutSeconds`` when None.
+    """
+
+    session_id: str | None
+    provider: str | None
+    model: str | None
+    environ: Mapping[str, str]
+    approval_timeout_seconds: float | None = None
+
+    def usage_problem(self) -> str | None:
+        """What is wrong with the options, or None (each is a usage error: exit 2)."""
+        timeout = self.approval_timeout_seconds
+        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+            return f"--approval-timeout must be a positive number of seconds, got {timeout:g}"
+        return None if self.session_id is None else session_id_problem(self.session_id)
+
+
 @dataclass(frozen=True, slots=True)
 class ServedAgent:
     """The agent of one server session, ready for a runner.
@@ -76,17 +102,10 @@ class ServedAgent:
 
 
 @contextlib.asynccontextmanager
-async def open_served_agent(
-    *,
-    session_id: str | None,
-    provider: str | None,
-    model: str | None,
-    environ: Mapping[str, str],
-    approval_timeout_seconds: float | None = None,
-) -> AsyncIterator[ServedAgent]:
+async def open_served_agent(request: ServeRequest) -> AsyncIterator[ServedAgent]:
     """The agent every server surface serves: the CLI's tools and permissions, Idle mode, approvals over the wire.
 
-    The session ``session_id`` is resumed (or, with its first turn, created; a new id when None) and a local model is
+    The requested session is resumed (or, with its first turn, created; a new id when None) and a local model is
     loaded before this yields, so a runner announces itself only once the agent can answer. When the block ends the
     session is ended: ``completed`` after shutdown or end of input, ``error`` when the block fails.
 
@@ -94,15 +113,21 @@ async def open_served_agent(
         ConfigurationError: The configuration or a provider cannot be used.
     """
     project = Path.cwd()
-    config = load_configuration(environ, project).config
-    bridge = HitlBridge(timeout_seconds=approval_timeout_seconds or float(config.approval.timeout_seconds))
+    config = load_configuration(request.environ, project).config
+    timeout = request.approval_timeout_seconds or float(config.approval.timeout_seconds)
+    bridge = HitlBridge(timeout_seconds=timeout)
     settings = AgentSettings.from_config(
-        config, provider=provider, model=model, working_directory=project, approval=bridge, initial_mode=Mode.IDLE
+        config,
+        provider=request.provider,
+        model=request.model,
+        working_directory=project,
+        approval=bridge,
+        initial_mode=Mode.IDLE,
     )
     # Untrusted project plugin files are not started here: nobody can be asked before the client attaches
     # (`ironhive mcp trust` trusts one ahead of time).
     async with open_agent(settings) as agent:
-        binding = await agent.open_session(SessionRequest(session_id=session_id))
+        binding = await agent.open_session(SessionRequest(session_id=request.session_id))
         if isinstance(agent.client, Preloadable):
             await agent.client.warm_up()  # a local model loads before any protocol line is written
         try:
@@ -117,36 +142,15 @@ async def open_served_agent(
         await binding.close("completed")
 
 
-async def serve_stdio(
-    *,
-    session_id: str | None,
-    provider: str | None,
-    model: str | None,
-    environ: Mapping[str, str],
-    approval_timeout_seconds: float | None = None,
-) -> None:
+async def serve_stdio(request: ServeRequest) -> None:
     """Serve one session on stdin/stdout until shutdown or end of input (the session is persisted)."""
-    async with open_served_agent(
-        session_id=session_id,
-        provider=provider,
-        model=model,
-        environ=environ,
-        approval_timeout_seconds=approval_timeout_seconds,
-    ) as served:
+    async with open_served_agent(request) as served:
         runner = AgentServerRunner(served.process, hitl_bridge=served.hitl_bridge)
         await runner.write(SessionStartedEvent(session_id=served.session_id))
         await runner.run()
 
 
-async def serve_http(
-    host_url: str,
-    *,
-    session_id: str | None,
-    provider: str | None,
-    model: str | None,
-    environ: Mapping[str, str],
-    approval_timeout_seconds: float | None = None,
-) -> None:
+async def serve_http(host_url: str, request: ServeRequest) -> None:
     """Serve one session to the agent host at ``host_url`` until it sends shutdown (the session is persisted).
 
     ``ready`` (its body carries the session id) plays the part of stdio's ``session_started``. When
@@ -159,16 +163,10 @@ async def serve_http(
 
     from ironhive.adapters.server.http_runner import AgentHttpRunner
 
-    token = environ.get(HOST_TOKEN_VARIABLE, "").strip()
+    token = request.environ.get(HOST_TOKEN_VARIABLE, "").strip()
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with (
-        open_served_agent(
-            session_id=session_id,
-            provider=provider,
-            model=model,
-            environ=environ,
-            approval_timeout_seconds=approval_timeout_seconds,
-        ) as served,
+        open_served_agent(request) as served,
         aiohttp.ClientSession(headers=headers) as http,
     ):
         runner = AgentHttpRunner(
@@ -193,64 +191,21 @@ def host_url_problem(url: str) -> str | None:
     return None
 
 
-def run_server(
-    *,
-    session_id: str | None,
-    provider: str | None,
-    model: str | None,
-    environ: Mapping[str, str],
-    approval_timeout_seconds: float | None = None,
-) -> int:
+def run_server(request: ServeRequest) -> int:
     """Run ``ironhive run --server``; returns the exit code (0 after shutdown or end of input, 2 for a bad id)."""
-    if (problem := _usage_problem(session_id, approval_timeout_seconds)) is not None:
+    if (problem := request.usage_problem()) is not None:
         sys.stderr.write(f"Error: {problem}\n")
         return 2
-    return _exit_code(
-        serve_stdio(
-            session_id=session_id,
-            provider=provider,
-            model=model,
-            environ=environ,
-            approval_timeout_seconds=approval_timeout_seconds,
-        ),
-        environ,
-    )
+    return _exit_code(serve_stdio(request), request.environ)
 
 
-def run_http(
-    host_url: str,
-    *,
-    session_id: str | None,
-    provider: str | None,
-    model: str | None,
-    environ: Mapping[str, str],
-    approval_timeout_seconds: float | None = None,
-) -> int:
+def run_http(host_url: str, request: ServeRequest) -> int:
     """Run ``ironhive run --http URL``; returns the exit code (0 after shutdown, 1 when the host fails or refuses, 2
     for a malformed URL or session id)."""
-    if (problem := host_url_problem(host_url) or _usage_problem(session_id, approval_timeout_seconds)) is not None:
+    if (problem := host_url_problem(host_url) or request.usage_problem()) is not None:
         sys.stderr.write(f"Error: {problem}\n")
         return 2
-    return _exit_code(
-        serve_http(
-            host_url,
-            session_id=session_id,
-            provider=provider,
-            model=model,
-            environ=environ,
-            approval_timeout_seconds=approval_timeout_seconds,
-        ),
-        environ,
-    )
-
-
-def _usage_problem(session_id: str | None, approval_timeout_seconds: float | None) -> str | None:
-    """What is wrong with the options every server surface takes, or None (each is a usage error: exit 2)."""
-    if approval_timeout_seconds is not None and not (
-        math.isfinite(approval_timeout_seconds) and approval_timeout_seconds > 0
-    ):
-        return f"--approval-timeout must be a positive number of seconds, got {approval_timeout_seconds:g}"
-    return None if session_id is None else session_id_problem(session_id)
+    return _exit_code(serve_http(host_url, request), request.environ)
 
 
 def _exit_code(serve: Coroutine[Any, Any, None], environ: Mapping[str, str]) -> int:

@@ -138,27 +138,17 @@ def run(
     if server and http is not None:
         sys.stderr.write("Error: --server and --http cannot be used together: choose stdio or an HTTP host.\n")
         return 2
-    if http is not None:
-        from ironhive.server import run_http
+    if server or http is not None:
+        from ironhive.server import ServeRequest, run_http, run_server
 
-        return run_http(
-            http,
+        request = ServeRequest(
             session_id=session_id,
             provider=provider,
             model=model,
             environ=os.environ,
             approval_timeout_seconds=approval_timeout,
         )
-    if server:
-        from ironhive.server import run_server
-
-        return run_server(
-            session_id=session_id,
-            provider=provider,
-            model=model,
-            environ=os.environ,
-            approval_timeout_seconds=approval_timeout,
-        )
+        return run_server(request) if http is None else run_http(http, request)
     text = prompt_argument or prompt
     if not text:
         sys.stderr.write("Error: Prompt is required.\n")
