@@ -241,7 +241,9 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         ]
         return web.json_response({"object": "list", "data": data})
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    async def _scripted_reply(self, request: web.Request) -> tuple[Json, int, Reply] | web.Response:
+        """The request's body, number and scripted reply, or the error response OpenAI would send instead (a body
+        that is not JSON, a wrong key, a scripted error)."""
         try:
             body = await request.json()
         except ValueError:
@@ -255,6 +257,13 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         reply = self._resolve(scripted, body, number)
         if isinstance(reply, ErrorReply):
             return web.json_response(reply.body, status=reply.status, headers=dict(reply.headers))
+        return body, number, reply
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        taken = await self._scripted_reply(request)
+        if isinstance(taken, web.Response):
+            return taken
+        body, number, reply = taken
         completion_id = f"chatcmpl-loopback{number:06d}"
         model = str(body.get("model", ""))
         if body.get("stream") is True:
@@ -279,19 +288,10 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         """``POST /v1/responses`` (the Responses API): text replies only, whole or streamed as its SSE events."""
-        try:
-            body = await request.json()
-        except ValueError:
-            unparsable = error_body("We could not parse the JSON body of your request.", "invalid_request_error")
-            return web.json_response(unparsable, status=400)
-        authorized = self._api_key is None or request.headers.get("Authorization") == f"Bearer {self._api_key}"
-        number, scripted = self._take(body, request.headers, consume=authorized)
-        if not authorized:
-            unauthorized = error_body("Incorrect API key provided.", "invalid_request_error", code="invalid_api_key")
-            return web.json_response(unauthorized, status=401)
-        reply = self._resolve(scripted, body, number)
-        if isinstance(reply, ErrorReply):
-            return web.json_response(reply.body, status=reply.status, headers=dict(reply.headers))
+        taken = await self._scripted_reply(request)
+        if isinstance(taken, web.Response):
+            return taken
+        body, number, reply = taken
         if not isinstance(reply, TextReply):
             unsupported = f"{type(reply).__name__} is not served on /v1/responses (text replies only)"
             return web.json_response(error_body(unsupported, "server_error"), status=500)
