@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ironhive.adapters.config.loader import LoadedConfig, load_config
-from ironhive.adapters.config.private_files import secure_user_directory
 from ironhive.adapters.config.schema import IronHiveConfig, permission_rules, sandbox_section
 from ironhive.adapters.mcp.plugin_files import plugin_file_exists
 from ironhive.adapters.permissions.loader import load_permission_policy
@@ -32,27 +29,6 @@ if TYPE_CHECKING:
     from ironhive.adapters.mcp.trust import TrustDecider
 
 CLI_OPTIONS = ChatOptions(temperature=0.7, max_output_tokens=4096)
-
-
-def load_configuration(environ: Mapping[str, str], project: Path, *, ask: bool = False) -> LoadedConfig:
-    """Load the layered configuration; its warnings and notices go to stderr.
-
-    Args:
-        environ: The process environment.
-        project: The project (working) directory.
-        ask: Whether the user may be asked, on a terminal, to trust project files whose settings were ignored (never
-            over the wire: the untrusted default holds there).
-    """
-    secure_user_directory(Path.home())  # a ~/.ironhive left open to others by an earlier version becomes owner-only
-    loaded = load_config(home=Path.home(), project=project, environ=environ)
-    if ask and loaded.untrusted_files:
-        from ironhive.cli.trust_command import ask_to_trust
-
-        if ask_to_trust(loaded):
-            loaded = load_config(home=Path.home(), project=project, environ=environ)
-    for line in (*loaded.notices, *loaded.warnings):
-        sys.stderr.write(f"{line}\n")
-    return loaded
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

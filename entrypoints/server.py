@@ -16,7 +16,8 @@ from ironhive.adapters.server.events import to_server_events
 from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.adapters.server.stdio_runner import AgentServerRunner
 from ironhive.adapters.server.turns import ProcessMessage
-from ironhive.agent_factory import AgentSettings, load_configuration, open_agent
+from ironhive.agent_factory import AgentSettings, open_agent
+from ironhive.configuration import load_configuration
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.permissions.modes import Mode

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ironhive.domain.errors import IronHiveError
+
+if TYPE_CHECKING:
+    from ironhive.adapters.config.schema import IronHiveConfig
 
 LOCAL_PROVIDER = "lmsupply"
 """The local provider's name in the registry (``ironhive.adapters.llamacpp.spec``)."""
@@ -14,28 +17,28 @@ LOCAL_PROVIDER = "lmsupply"
 _log = logging.getLogger(__name__)
 
 
-def start_local_model_early(provider: str | None, model: str | None, environ: Mapping[str, str], project: Path) -> bool:
+def start_local_model_early(
+    config: IronHiveConfig, provider: str | None, model: str | None, environ: Mapping[str, str]
+) -> bool:
     """Start the worker of the local model this run will select, if it selects the local provider.
 
-    The choice is made as the run makes it (the merged configuration, ``--provider`` and ``-m``), but without asking
+    The choice is made as the run makes it (its merged configuration, ``--provider`` and ``-m``), but without asking
     the user anything and without downloading: a Hugging Face model that is not cached yet, an invalid configuration
     or any other provider starts nothing. The client the run builds later takes the worker over when its load
     settings are the same (:mod:`ironhive.adapters.llamacpp.early_start`); otherwise it is ended unused.
 
     Args:
+        config: The run's merged configuration.
         provider: The ``--provider`` value.
         model: The ``-m`` value.
         environ: The process environment.
-        project: The working directory.
 
     Returns:
         Whether a worker was started.
     """
-    from ironhive.adapters.config.loader import load_config
     from ironhive.providers import select_provider, split_model
 
     try:
-        config = load_config(home=Path.home(), project=project, environ=environ).config
         if select_provider(provider, model, config).name != LOCAL_PROVIDER:
             return False
         from ironhive.adapters.llamacpp.client import LlamaCppChatClient

@@ -192,7 +192,8 @@ class InteractiveSession:
 def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) -> int:
     """Start the interactive mode; returns the exit code."""
     from ironhive.adapters.console_approval import ConsoleApprovalService
-    from ironhive.agent_factory import AgentSettings, load_configuration
+    from ironhive.agent_factory import AgentSettings
+    from ironhive.configuration import load_configuration
     from ironhive.domain.permissions.modes import Mode
 
     project = Path.cwd()

@@ -84,12 +84,7 @@ def run_one_shot(request: OneShotRequest, *, environ: Mapping[str, str]) -> int:
 
 async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[str, str]) -> int:
     from ironhive.cli.early_local import start_local_model_early
-
-    # Before the heavy imports below: a local model then loads in its worker while this process imports and wires.
-    start_local_model_early(request.provider, request.model, environ, Path.cwd())
-    from ironhive.adapters.console_approval import ConsoleApprovalService
-    from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
-    from ironhive.agent_factory import AgentSettings, load_configuration, open_agent
+    from ironhive.configuration import load_configuration
 
     task = asyncio.current_task()
     assert task is not None
@@ -100,8 +95,15 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
     project = Path.cwd()
     was_repository = (project / ".git").exists()  # auto-commit only in a directory that was a repository at start
     try:
+        config = load_configuration(environ, project, ask=True).config
+        # Before the heavy imports below: a local model then loads in its worker while this process imports and wires.
+        start_local_model_early(config, request.provider, request.model, environ)
+        from ironhive.adapters.console_approval import ConsoleApprovalService
+        from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
+        from ironhive.agent_factory import AgentSettings, open_agent
+
         settings = AgentSettings.from_config(
-            load_configuration(environ, project, ask=True).config,
+            config,
             provider=request.provider,
             model=request.model,
             working_directory=project,

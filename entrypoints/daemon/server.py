@@ -36,6 +36,7 @@ PRELOAD = (
     "ironhive.cli.session_commands",
     "ironhive.cli.doctor",
     "ironhive.agent_factory",
+    "ironhive.configuration",
     "ironhive.assembly",
     "ironhive.container",
     "ironhive.providers",

@@ -29,7 +29,8 @@ def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[LlamaCppCha
 
 
 def start(tmp_path: Path, environ: dict[str, str], provider: str | None = None, model: str | None = None) -> bool:
-    return start_local_model_early(provider, model, environ, tmp_path / "project")
+    config = load_config(home=Path.home(), project=tmp_path / "project", environ=environ).config
+    return start_local_model_early(config, provider, model, environ)
 
 
 def test_a_keyless_run_starts_the_worker_with_the_settings_of_the_client_it_builds(
