@@ -37,9 +37,16 @@ def safe_message(text: str, secrets: Sequence[str]) -> str:
     return clip(redact(text, secrets))
 
 
-def connection_reason(exc: BaseException, fallback: str, secrets: Sequence[str]) -> str:
-    """Why a connection failed: the underlying cause's text when there is one, else ``fallback``, made safe."""
-    return safe_message((str(exc.__cause__) if exc.__cause__ else "") or fallback, secrets)
+def unreachable(exc: BaseException, provider: str, secrets: Sequence[str]) -> ProviderError:
+    """The retryable error for a provider that could not be reached.
+
+    The reason given is the underlying cause's text when there is one (the SDKs wrap the transport's error), else the
+    error's own text, else its type's name; secrets redacted.
+    """
+    reason = (str(exc.__cause__) if exc.__cause__ else "") or str(exc) or type(exc).__name__
+    return ProviderError(
+        f"could not connect to {provider}: {safe_message(reason, secrets)}", retryable=True, provider=provider
+    )
 
 
 def cause_of(exc: BaseException, kind: type[_E]) -> _E | None:
@@ -71,10 +78,10 @@ __all__ = [
     "MAX_MESSAGE",
     "cause_of",
     "clip",
-    "connection_reason",
     "is_retryable_status",
     "redact",
     "safe_message",
     "timed_out",
     "unexpected_failure",
+    "unreachable",
 ]

@@ -8,14 +8,13 @@ from collections.abc import Mapping, Sequence
 import anthropic
 
 from ironhive.adapters.provider_errors import (
-    cause_of,
-    connection_reason,
     is_retryable_status,
     safe_message,
     timed_out,
     unexpected_failure,
+    unreachable,
 )
-from ironhive.adapters.retry_after import retry_after_from_headers
+from ironhive.adapters.retry_after import retry_after_seconds
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
 # "prompt is too long: 210000 tokens > 200000 maximum", and the request whose input plus max_tokens does not fit:
@@ -46,8 +45,7 @@ def translate_error(
     if isinstance(exc, anthropic.APITimeoutError):
         return timed_out(provider)
     if isinstance(exc, anthropic.APIConnectionError):
-        reason = connection_reason(exc, exc.message, secrets)
-        return ProviderError(f"{provider} could not be reached: {reason}", retryable=True, provider=provider)
+        return unreachable(exc, provider, secrets)
     if isinstance(exc, anthropic.APIStatusError):
         return _status_error(exc, provider, secrets)
     if isinstance(exc, anthropic.APIError):
@@ -79,22 +77,8 @@ def _status_error(exc: anthropic.APIStatusError, provider: str, secrets: Sequenc
         status=status,
         retryable=is_retryable_status(status),
         provider=provider,
-        retry_after=retry_after_seconds(exc),
+        retry_after=retry_after_seconds(exc, anthropic.APIStatusError),
     )
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """How long the provider asked to wait before retrying, read from its ``Retry-After`` headers.
-
-    Args:
-        exc: The SDK's ``APIStatusError``, or an error whose ``__cause__`` chain leads to one (as a translated
-            ``ProviderError`` does).
-
-    Returns:
-        Seconds to wait (never negative), or ``None`` when the response stated no usable value.
-    """
-    status_error = cause_of(exc, anthropic.APIStatusError)
-    return None if status_error is None else retry_after_from_headers(status_error.response.headers.get)
 
 
 def _server_message(body: object) -> str:
@@ -122,4 +106,4 @@ def _overflow_window(server_message: str) -> int | None:
     return None
 
 
-__all__ = ["is_retryable_status", "retry_after_seconds", "translate_error"]
+__all__ = ["translate_error"]

@@ -9,13 +9,13 @@ import aiohttp
 from google.genai import errors as genai_errors
 
 from ironhive.adapters.provider_errors import (
-    cause_of,
     is_retryable_status,
     safe_message,
     timed_out,
     unexpected_failure,
+    unreachable,
 )
-from ironhive.adapters.retry_after import parse_retry_after
+from ironhive.adapters.retry_after import retry_after_seconds
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
 SDK_ERRORS: tuple[type[BaseException], ...] = (
@@ -54,8 +54,7 @@ def translate_error(exc: BaseException, *, provider: str, secrets: Sequence[str]
     if isinstance(exc, TimeoutError):
         return timed_out(provider)
     if isinstance(exc, aiohttp.ClientError | OSError):
-        reason = safe_message(str(exc) or type(exc).__name__, secrets)
-        return ProviderError(f"could not connect to {provider}: {reason}", retryable=True, provider=provider)
+        return unreachable(exc, provider, secrets)
     if isinstance(exc, genai_errors.UnknownApiResponseError):
         # The SDK quotes the raw answer; it is not repeated here.
         return ProviderError(f"{provider} sent an answer that is not valid JSON", provider=provider)
@@ -79,40 +78,14 @@ def _api_error(exc: genai_errors.APIError, provider: str, secrets: Sequence[str]
         status=code,
         retryable=retryable,
         provider=provider,
+        retry_after=retry_after_seconds(exc, genai_errors.APIError, stated_in=_retry_info_delay),
     )
 
 
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """How long Google asked to wait before retrying.
-
-    Read from the ``Retry-After`` header, else from the ``RetryInfo`` detail of the error body (``"retryDelay":
-    "37s"``), which is where the Gemini API states it for 429 RESOURCE_EXHAUSTED.
-
-    Args:
-        exc: The SDK's ``APIError``, or an error whose ``__cause__`` chain leads to one (as a translated
-            ``ProviderError`` does).
-
-    Returns:
-        Seconds to wait (never negative), or ``None`` when the error stated no usable value.
-    """
-    current = cause_of(exc, genai_errors.APIError)
-    if current is None:
-        return None
-    header = parse_retry_after(_header(getattr(current.response, "headers", None), "retry-after"))
-    return header if header is not None else _retry_delay(current.details)
-
-
-def _header(headers: object, name: str) -> str | None:
-    items = getattr(headers, "items", None)
-    if not callable(items):
-        return None
-    for key, value in items():
-        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
-            return value
-    return None
-
-
-def _retry_delay(body: object) -> float | None:
+def _retry_info_delay(exc: genai_errors.APIError) -> float | None:
+    """The delay the ``RetryInfo`` detail of the error body states (``"retryDelay": "37s"``): where the Gemini API says
+    how long to wait on 429 RESOURCE_EXHAUSTED."""
+    body = exc.details
     error = body.get("error", body) if isinstance(body, Mapping) else None
     details = error.get("details") if isinstance(error, Mapping) else None
     for detail in details if isinstance(details, Iterable) and not isinstance(details, str | bytes) else ():
@@ -142,4 +115,4 @@ def _fallback(exc: genai_errors.APIError) -> str:
     return str(exc)
 
 
-__all__ = ["SDK_ERRORS", "is_retryable_status", "retry_after_seconds", "translate_error"]
+__all__ = ["SDK_ERRORS", "translate_error"]

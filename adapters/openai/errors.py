@@ -8,14 +8,13 @@ from collections.abc import Mapping, Sequence
 import openai
 
 from ironhive.adapters.provider_errors import (
-    cause_of,
-    connection_reason,
     is_retryable_status,
     safe_message,
     timed_out,
     unexpected_failure,
+    unreachable,
 )
-from ironhive.adapters.retry_after import retry_after_from_headers
+from ironhive.adapters.retry_after import retry_after_seconds
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 
 _OVERFLOW_CODES = frozenset({"context_length_exceeded"})
@@ -41,8 +40,7 @@ def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence
     if isinstance(exc, openai.APITimeoutError):
         return timed_out(provider)
     if isinstance(exc, openai.APIConnectionError):
-        reason = connection_reason(exc, exc.message, secrets)
-        return ProviderError(f"could not connect to {provider}: {reason}", retryable=True, provider=provider)
+        return unreachable(exc, provider, secrets)
     if isinstance(exc, openai.APIError):
         server_message = safe_message(_server_message(exc), secrets)
         status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
@@ -59,25 +57,11 @@ def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence
                 status=status,
                 retryable=is_retryable_status(status),
                 provider=provider,
-                retry_after=retry_after_seconds(exc),
+                retry_after=retry_after_seconds(exc, openai.APIStatusError),
             )
         transient = bool({exc.type, exc.code} & _TRANSIENT_STREAM_ERRORS)
         return ProviderError(f"{provider} reported an error: {server_message}", retryable=transient, provider=provider)
     return unexpected_failure(exc, provider, secrets)
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """How long the provider asked to wait before retrying, read from its ``Retry-After`` headers.
-
-    Args:
-        exc: The SDK's ``APIStatusError``, or an error whose ``__cause__`` chain leads to one (as a translated
-            ``ProviderError`` does).
-
-    Returns:
-        Seconds to wait (never negative), or ``None`` when the response stated no usable value.
-    """
-    status_error = cause_of(exc, openai.APIStatusError)
-    return None if status_error is None else retry_after_from_headers(status_error.response.headers.get)
 
 
 def _server_message(exc: openai.APIError) -> str:
@@ -106,4 +90,4 @@ def _window(body: object, server_message: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-__all__ = ["is_retryable_status", "retry_after_seconds", "translate_error"]
+__all__ = ["translate_error"]

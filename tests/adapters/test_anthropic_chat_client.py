@@ -12,7 +12,6 @@ import anthropic
 import pytest
 
 from ironhive.adapters.anthropic.client import AnthropicChatClient
-from ironhive.adapters.anthropic.errors import retry_after_seconds
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.ports.chat import (
     ChatClient,
@@ -436,7 +435,7 @@ async def test_rate_limit_is_retryable_and_keeps_retry_after(
     assert (error.status, error.retryable, error.provider, error.retry_after) == (429, True, "anthropic", 2.0)
     assert "429" in str(error) and "rate_limit_error" in str(error) and "exceed the rate limit" in str(error)
     assert isinstance(error.__cause__, anthropic.RateLimitError)
-    assert retry_after_seconds(error) == 2.0
+    assert error.retry_after == 2.0
 
 
 async def test_rate_limit_on_a_stream_is_translated_too(
@@ -448,7 +447,7 @@ async def test_rate_limit_on_a_stream_is_translated_too(
         await collect(client)
 
     assert (caught.value.status, caught.value.retryable) == (429, True)
-    assert retry_after_seconds(caught.value) == 5.0
+    assert caught.value.retry_after == 5.0
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,6 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from ironhive.adapters.google.client import GoogleGenAIChatClient
-from ironhive.adapters.google.errors import retry_after_seconds
 from ironhive.adapters.google.mapping import DUMMY_THOUGHT_SIGNATURE
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.ports.chat import (
@@ -476,7 +475,7 @@ async def test_rate_limit_is_retryable_and_reads_the_retry_delay(
     assert (error.status, error.retryable, error.provider) == (429, True, "google")
     assert "429 RESOURCE_EXHAUSTED" in str(error) and "You exceeded your current quota" in str(error)
     assert isinstance(error.__cause__, genai_errors.ClientError)
-    assert retry_after_seconds(error) == 37.0
+    assert error.retry_after == 37.0
     assert len(server.requests) == 1  # the SDK did not retry on its own
 
 
@@ -489,7 +488,7 @@ async def test_rate_limit_on_a_stream_prefers_the_retry_after_header(
         await collect(client)
 
     assert (caught.value.status, caught.value.retryable) == (429, True)
-    assert retry_after_seconds(caught.value) == 5.0
+    assert caught.value.retry_after == 5.0
 
 
 @pytest.mark.parametrize(("enqueue", "status"), [("enqueue_internal", 500), ("enqueue_unavailable", 503)])
@@ -525,7 +524,7 @@ async def test_authentication_failures_are_not_retryable(
 
     assert (caught.value.status, caught.value.retryable) == (status, False)
     assert words in str(caught.value)
-    assert retry_after_seconds(caught.value) is None
+    assert caught.value.retry_after is None
 
 
 async def test_a_wrong_key_is_rejected_and_never_shown() -> None:

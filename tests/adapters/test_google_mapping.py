@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ironhive.adapters.google.client import DEFAULT_API_VERSION, split_base_url
-from ironhive.adapters.google.errors import retry_after_seconds, translate_error
+from ironhive.adapters.google.errors import translate_error
 from ironhive.adapters.google.mapping import (
     DUMMY_THOUGHT_SIGNATURE,
     THINKING_BUDGETS,
@@ -779,19 +779,15 @@ RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 def test_retry_after_seconds(details: list[Any] | None, headers: dict[str, str] | None, seconds: float | None) -> None:
     exc = api_error(429, "slow down", "RESOURCE_EXHAUSTED", details=details, headers=headers)
     translated = translate_error(exc, provider="g")
-    translated.__cause__ = exc
 
-    assert retry_after_seconds(exc) == seconds
-    assert retry_after_seconds(translated) == seconds
+    assert translated.retry_after == seconds
 
 
 def test_retry_after_as_http_date() -> None:
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
 
-    seconds = retry_after_seconds(api_error(503, "busy", "UNAVAILABLE", headers={"Retry-After": when}))
+    seconds = translate_error(
+        api_error(503, "busy", "UNAVAILABLE", headers={"Retry-After": when}), provider="g"
+    ).retry_after
 
     assert seconds is not None and 25 <= seconds <= 30
-
-
-def test_retry_after_of_an_error_without_an_api_error() -> None:
-    assert retry_after_seconds(ProviderError("x")) is None

@@ -12,7 +12,6 @@ import openai
 import pytest
 
 from ironhive.adapters.openai.client import OpenAIChatClient
-from ironhive.adapters.openai.errors import retry_after_seconds
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.ports.chat import (
     ChatClient,
@@ -332,7 +331,7 @@ async def test_rate_limit_is_retryable_and_keeps_retry_after(
     assert (error.status, error.retryable, error.provider) == (429, True, "openai")
     assert "429" in str(error) and "Rate limit reached" in str(error)
     assert isinstance(error.__cause__, openai.RateLimitError)
-    assert retry_after_seconds(error) == 2.0
+    assert error.retry_after == 2.0
 
 
 async def test_rate_limit_on_a_stream_is_translated_too(server: LoopbackOpenAIServer, client: OpenAIChatClient) -> None:
@@ -342,7 +341,7 @@ async def test_rate_limit_on_a_stream_is_translated_too(server: LoopbackOpenAISe
         await collect(client)
 
     assert (caught.value.status, caught.value.retryable) == (429, True)
-    assert retry_after_seconds(caught.value) == 5.0
+    assert caught.value.retry_after == 5.0
 
 
 async def test_authentication_failure_is_not_retryable_and_never_shows_the_key() -> None:
@@ -365,7 +364,7 @@ async def test_scripted_auth_error_helper(server: LoopbackOpenAIServer, client: 
         await client.get_response(HELLO, ChatOptions())
 
     assert (caught.value.status, caught.value.retryable) == (401, False)
-    assert retry_after_seconds(caught.value) is None
+    assert caught.value.retry_after is None
 
 
 @pytest.mark.parametrize(("enqueue", "status"), [("enqueue_server_error", 500), ("enqueue_overloaded", 503)])

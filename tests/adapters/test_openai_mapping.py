@@ -15,7 +15,7 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.shared import ReasoningEffort as SdkReasoningEffort
 
-from ironhive.adapters.openai.errors import retry_after_seconds, translate_error
+from ironhive.adapters.openai.errors import translate_error
 from ironhive.adapters.openai.mapping import (
     REASONING_EFFORTS,
     StreamAccumulator,
@@ -416,19 +416,13 @@ def test_timeouts_are_retryable() -> None:
 def test_retry_after_seconds(headers: dict[str, str], seconds: float | None) -> None:
     exc = status_error(429, {"message": "slow down"}, headers)
     translated = translate_error(exc, provider="p")
-    translated.__cause__ = exc
 
-    assert retry_after_seconds(exc) == seconds
-    assert retry_after_seconds(translated) == seconds
+    assert translated.retry_after == seconds
 
 
 def test_retry_after_as_http_date() -> None:
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
 
-    seconds = retry_after_seconds(status_error(503, {}, {"retry-after": when}))
+    seconds = translate_error(status_error(503, {}, {"retry-after": when}), provider="p").retry_after
 
     assert seconds is not None and 25 <= seconds <= 30
-
-
-def test_retry_after_of_an_error_without_a_response() -> None:
-    assert retry_after_seconds(ProviderError("x")) is None
