@@ -28,7 +28,6 @@ The file's bytes are read once: the SHA-256 that trust decisions use is of exact
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,9 +46,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from ironhive.adapters.config.safe_files import JsonNestingError, decode_text, load_json, load_yaml, read_limited_bytes
+from ironhive.adapters.config.safe_files import JsonNestingError, decode_text, load_yaml, read_limited_bytes
 from ironhive.adapters.mcp.plugin_files import find_project_plugin_file, global_plugin_file
-from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, to_plain_json
+from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, load_jsonc
 from ironhive.domain.errors import ConfigurationError
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -356,14 +355,12 @@ def _parse_json(text: str, source: str) -> object:
     if not text.strip():
         return None
     try:
-        return load_json(to_plain_json(text))
+        return load_jsonc(text)
     except JsonNestingError as error:
         raise ConfigurationError(f"Invalid {source}: JSON {error} (line {error.line})") from error
     except JsoncSyntaxError as error:
-        raise ConfigurationError(f"Invalid {source}: JSON syntax error at line {error.line}: {error}") from error
-    except json.JSONDecodeError as error:
         raise ConfigurationError(
-            f"Invalid {source}: JSON syntax error at line {error.lineno}, column {error.colno}: {error.msg}"
+            f"Invalid {source}: JSON syntax error at line {error.line}, column {error.column}: {error}"
         ) from error
 
 

@@ -24,7 +24,6 @@ trusted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -36,13 +35,12 @@ from ironhive.adapters.config.files import CONFIG_DIRECTORY, project_config_path
 from ironhive.adapters.config.safe_files import (
     JsonNestingError,
     decode_text,
-    load_json,
     load_yaml,
     read_limited_bytes,
 )
 from ironhive.adapters.config.trust import ProjectTrust, sha256_of
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
-from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, to_plain_json
+from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, load_jsonc
 from ironhive.adapters.permissions.narrowing import narrow
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.permissions.rules import DEFAULT_POLICY, PermissionAction, PermissionPolicy, PermissionRule
@@ -256,14 +254,12 @@ def _parse_yaml(text: str, source: str) -> object:
 
 def _parse_json(text: str, source: str) -> object:
     try:
-        return load_json(to_plain_json(text), object_pairs_hook=_KeyValuePairs)
+        return load_jsonc(text, object_pairs_hook=_KeyValuePairs)
     except JsonNestingError as error:
         raise ConfigurationError(f"Invalid {source}: JSON {error} (line {error.line})") from error
     except JsoncSyntaxError as error:
-        raise ConfigurationError(f"Invalid {source}: JSON syntax error at line {error.line}: {error}") from error
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno}, column {error.colno}"
-        raise ConfigurationError(f"Invalid {source}: JSON syntax error at {where}: {error.msg}") from error
+        where = f"line {error.line}, column {error.column}"
+        raise ConfigurationError(f"Invalid {source}: JSON syntax error at {where}: {error}") from error
 
 
 class _KeyValuePairs(list[tuple[str, object]]):
