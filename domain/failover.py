@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -38,27 +40,55 @@ class ChainedProvider:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RetryPolicy:
-    """How often and how patiently a provider is retried before the next one takes over.
+    """How often and how patiently a failed request is tried again: ironhive's one backoff rule.
+
+    The provider failover and the HTTP runner (inbox reconnects, event deliveries) take their waits from here: a pure
+    function of the retry number and the server's ``Retry-After``, with the randomness (jitter) passed in by the caller.
 
     Attributes:
-        max_retries: Retries of a transient error on one provider (so ``max_retries + 1`` attempts).
+        max_retries: Retries after the first attempt (so ``max_retries + 1`` attempts); None retries without end.
         initial_backoff: Seconds before the first retry; doubled for each further one.
-        max_backoff: The longest wait between attempts, ``Retry-After`` included.
+        max_backoff: The longest backoff.
+        max_retry_after: The longest wait a server's ``Retry-After`` may impose; None: ``max_backoff``.
+        jitter: The share of each backoff that is random, from 0 (none) to 1 ("full jitter"): a backoff ``b`` becomes a
+            wait between ``b * (1 - jitter)`` and ``b``, so clients that failed together do not retry together. A
+            ``Retry-After`` is honoured as stated.
+
+    Raises:
+        ValueError: A negative value, or a jitter outside 0..1.
     """
 
-    max_retries: int = 2
+    max_retries: int | None = 2
     initial_backoff: float = 1.0
     max_backoff: float = 30.0
+    max_retry_after: float | None = None
+    jitter: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.initial_backoff < 0 or self.max_backoff < 0:
+        values = (self.max_retries or 0, self.initial_backoff, self.max_backoff, self.max_retry_after or 0.0)
+        if min(values) < 0:
             raise ValueError("retry policy values must not be negative")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ValueError("the retry jitter must be between 0 and 1")
 
-    def delay(self, retry: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry number ``retry`` (1-based), honouring the provider's ``Retry-After``."""
-        backoff = self.initial_backoff * 2 ** (retry - 1)
-        wanted = retry_after if retry_after is not None else backoff
-        return min(max(wanted, 0.0), self.max_backoff)
+    def delay(self, retry: int, retry_after: float | None = None, *, draw: float = 0.0) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based).
+
+        Args:
+            retry: Which retry this is: 1 after the first failure.
+            retry_after: The wait the server asked for (``Retry-After``): honoured, up to ``max_retry_after``.
+            draw: A number in ``[0, 1)`` from the caller's random source; the backoff is shortened by
+                ``jitter * draw`` of itself.
+        """
+        if retry_after is not None:
+            cap = self.max_backoff if self.max_retry_after is None else self.max_retry_after
+            return min(max(retry_after, 0.0), cap)
+        backoff = min(self.initial_backoff * 2.0 ** min(max(retry - 1, 0), 64), self.max_backoff)
+        return backoff * (1.0 - self.jitter * min(max(draw, 0.0), 1.0))
+
+    def gives_up(self, failures: int) -> bool:
+        """Whether ``failures`` consecutive failures exhaust the retries."""
+        return self.max_retries is not None and failures > self.max_retries
 
 
 def error_category(error: ProviderError) -> str:
@@ -91,10 +121,14 @@ class FailoverChatClient:
 
     Args:
         providers: The chain, in order of preference.
-        policy: Retry counts and backoff.
+        policy: Retry counts and backoff (a bounded ``max_retries``: the next provider must get its turn).
         count_tokens: Estimates a request's tokens (to honour a provider's window).
         fit: Reduces a request to a window; without it an oversized request skips that provider.
         sleep: Waits between attempts (injectable for tests).
+        draw: The random source of the policy's jitter, numbers in ``[0, 1)`` (injectable for tests).
+
+    Raises:
+        ValueError: No provider, or a policy that retries without end.
     """
 
     def __init__(
@@ -105,11 +139,16 @@ class FailoverChatClient:
         count_tokens: Callable[[Sequence[ChatMessage]], int] | None = None,
         fit: FitMessages | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        draw: Callable[[], float] = random.random,
     ) -> None:
         if not providers:
             raise ValueError("the failover chain needs at least one provider")
-        self._providers = tuple(providers)
         self._policy = policy or RetryPolicy()
+        if self._policy.max_retries is None:
+            raise ValueError("the failover chain needs a bounded max_retries, or the next provider never gets its turn")
+        self._max_retries = self._policy.max_retries
+        self._providers = tuple(providers)
+        self._draw = draw
         self._count = count_tokens
         self._fit = fit
         self._sleep = sleep
@@ -129,7 +168,7 @@ class FailoverChatClient:
             if request is None:
                 self._switch(index, None, notices)
                 continue
-            for attempt in range(1, self._policy.max_retries + 2):
+            for attempt in itertools.count(1):
                 try:
                     response = await provider.client.get_response(request, self._options_for(index, options))
                 except ContextOverflowError:
@@ -157,7 +196,7 @@ class FailoverChatClient:
             if request is None:
                 self._switch(index, None, notices)
                 continue
-            for attempt in range(1, self._policy.max_retries + 2):
+            for attempt in itertools.count(1):
                 for notice in notices:
                     yield ChatUpdate(fallback=notice)
                 notices.clear()
@@ -200,7 +239,7 @@ class FailoverChatClient:
         """The wait before another attempt on the same provider (its ``retry`` notice added), or None for none."""
         if not self._should_retry(error, attempt):
             return None
-        delay = self._policy.delay(attempt, error.retry_after)
+        delay = self._policy.delay(attempt, error.retry_after, draw=self._draw())
         notices.append(
             self._notice("retry", error_category(error), index, attempt, f"{error} — retrying in {delay:g}s")
         )
@@ -225,7 +264,7 @@ class FailoverChatClient:
         return error or ProviderError(message)
 
     def _should_retry(self, error: ProviderError, attempt: int) -> bool:
-        return error.retryable and attempt <= self._policy.max_retries
+        return error.retryable and not self._policy.gives_up(attempt)
 
     async def _request_for(self, index: int, messages: Sequence[ChatMessage]) -> Sequence[ChatMessage] | None:
         """The request as provider ``index`` may receive it, or ``None`` when it cannot fit its window."""
@@ -246,6 +285,6 @@ class FailoverChatClient:
             provider_index=index,
             total_providers=len(self._providers),
             attempt=attempt,
-            max_attempts=self._policy.max_retries + 1,
+            max_attempts=self._max_retries + 1,
             message=message,
         )

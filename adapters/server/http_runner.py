@@ -8,19 +8,22 @@ import contextlib
 import itertools
 import json
 import logging
+import random
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import aiohttp
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
-from ironhive.adapters.retry_after import parse_retry_after
+from ironhive.adapters.retry_after import retry_after_for_status
 from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.adapters.server.turns import ProcessMessage, TurnSession, refuse_unreadable
 from ironhive.domain.errors import IronHiveError
+from ironhive.domain.failover import RetryPolicy
 from ironhive.protocol.models import (
     DEFAULT_PROTOCOL,
     CancelRequest,
@@ -38,6 +41,9 @@ MAX_BATCH_EVENTS = 256
 
 RETRY_AFTER_CAP_SECONDS = 300.0
 """Longest wait a host's ``Retry-After`` can impose (a guard against absurd values)."""
+
+RETRY_JITTER = 0.5
+"""Share of each reconnect/retry backoff that is random, so agents that lost a host together do not return together."""
 
 _POST_TIMEOUT = aiohttp.ClientTimeout(total=60, sock_connect=10)
 # The inbox is a long-lived stream that may be quiet for as long as nobody types: no read timeout.
@@ -184,10 +190,13 @@ class SseDecoder:
 
 
 class _Transient(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    """A failure worth retrying (network, 408, 429, 5xx, or an inbox stream that ended)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.status = status
 
 
 def is_transient(status: int | None) -> bool:
@@ -195,10 +204,41 @@ def is_transient(status: int | None) -> bool:
     return status is None or status in (408, 429) or status >= 500
 
 
-def retry_after_seconds(status: int, value: str | None) -> float | None:
-    """The delay a 429/503 answer's ``Retry-After`` asks for (delta-seconds or HTTP-date), capped; else None."""
-    seconds = parse_retry_after(value) if status in (429, 503) else None
-    return None if seconds is None else min(seconds, RETRY_AFTER_CAP_SECONDS)
+def _retrying(
+    policy: Callable[[], RetryPolicy],
+    failures: Callable[[RetryCallState], int],
+    on_retry: Callable[[_Transient, int, float], None],
+) -> AsyncRetrying:
+    """Retries of a ``_Transient`` failure, waits and limit from the policy; other errors pass at once.
+
+    Args:
+        policy: The backoff rule in force (read at each failure: the host may change the inbox's).
+        failures: The consecutive failures so far, from the attempt state (an inbox that made progress restarts it).
+        on_retry: Told the failure, its number and the wait before each retry.
+    """
+
+    def wait(state: RetryCallState) -> float:
+        failure = _failure(state)
+        return policy().delay(failures(state), failure.retry_after, draw=random.random())
+
+    def before_sleep(state: RetryCallState) -> None:
+        on_retry(_failure(state), failures(state), state.upcoming_sleep)
+
+    return AsyncRetrying(
+        retry=retry_if_exception_type(_Transient),
+        stop=lambda state: policy().gives_up(failures(state)),
+        wait=wait,
+        before_sleep=before_sleep,
+        sleep=asyncio.sleep,
+        reraise=True,
+    )
+
+
+def _failure(state: RetryCallState) -> _Transient:
+    error = state.outcome.exception() if state.outcome is not None else None
+    if not isinstance(error, _Transient):  # pragma: no cover - tenacity retries only _Transient
+        raise RuntimeError("a retry without a transient failure")
+    return error
 
 
 def _describe(error: BaseException) -> str:
@@ -289,9 +329,14 @@ class AgentHttpRunner:
         self._bridge = hitl_bridge
         self._protocol = protocol
         self._max_attempts = max_reconnect_attempts
-        self._initial_backoff = initial_backoff
-        self._max_backoff = max_backoff
-        self._reconnect_base = initial_backoff
+        self._delivery_policy = RetryPolicy(
+            max_retries=max_reconnect_attempts,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            max_retry_after=RETRY_AFTER_CAP_SECONDS,
+            jitter=RETRY_JITTER,
+        )
+        self._inbox_policy = self._delivery_policy  # its first delay follows the host's ``retry:`` field
         self._http = session
         self._on_context_update = on_context_update
         self._skip_enrichment = skip_context_enrichment
@@ -415,29 +460,34 @@ class AgentHttpRunner:
         log.info("Session %s is ready at %s", self._session_id, self._base)
 
     async def _read_inbox(self, http: aiohttp.ClientSession, session: TurnSession) -> None:
-        failures = 0
-        while True:
-            retry_after = None
-            try:
-                if await self._stream_inbox(http, session):
-                    return
-                reason = "the inbox stream ended"
-            except _Transient as failure:
-                reason, retry_after = failure.reason, failure.retry_after
-            if self._inbox_progress:
-                failures, self._inbox_progress = 0, False
-            failures += 1
-            if self._max_attempts is not None and failures > self._max_attempts:
-                raise HostConnectionError(self._gave_up(reason))
-            delay = retry_after if retry_after is not None else self._backoff(self._reconnect_base, failures)
+        streak_start = 0  # the attempt after which the current run of consecutive failures began
+
+        def failures(state: RetryCallState) -> int:
+            return state.attempt_number - streak_start
+
+        def announce(failure: _Transient, number: int, delay: float) -> None:
             log.warning(
                 "Inbox of session %s lost (%s); reconnect attempt %d in %.2fs",
                 self._session_id,
-                reason,
-                failures,
+                failure.reason,
+                number,
                 delay,
             )
-            await asyncio.sleep(delay)
+
+        # The policy is read at each wait: a ``retry:`` field of the host changes it while the stream runs.
+        retrying = _retrying(lambda: self._inbox_policy, failures, announce)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    try:
+                        if not await self._stream_inbox(http, session):
+                            raise _Transient("the inbox stream ended")
+                    finally:
+                        if self._inbox_progress:  # a request arrived: this failure is the first of a new run
+                            self._inbox_progress = False
+                            streak_start = attempt.retry_state.attempt_number - 1
+        except _Transient as failure:
+            raise HostConnectionError(self._gave_up(failure.reason)) from None
 
     def _gave_up(self, reason: str) -> str:
         if self._max_attempts == 0:
@@ -457,8 +507,8 @@ class AgentHttpRunner:
                 status = response.status
                 if not 200 <= status < 300:
                     if is_transient(status):
-                        retry_after = retry_after_seconds(status, response.headers.get("Retry-After"))
-                        raise _Transient(f"HTTP {status}", retry_after)
+                        retry_after = retry_after_for_status(status, response.headers.get("Retry-After"))
+                        raise _Transient(f"HTTP {status}", retry_after, status)
                     raise HostConnectionError(
                         f"The host refused the inbox of session {self._session_id} with HTTP {status}", status=status
                     )
@@ -468,7 +518,7 @@ class AgentHttpRunner:
                         if not await self._dispatch(event, session):
                             return True
                     if decoder.retry_ms is not None:
-                        self._reconnect_base = min(max(decoder.retry_ms / 1000, 0.001), self._max_backoff)
+                        self._follow_retry_field(decoder.retry_ms)
                 return False
         except _NETWORK_ERRORS as error:
             raise _Transient(_describe(error)) from None
@@ -513,34 +563,32 @@ class AgentHttpRunner:
                 self._outbox.popleft()
 
     async def _deliver(self, http: aiohttp.ClientSession, batch: list[tuple[str, str]]) -> None:
-        body = batch[0][1] if len(batch) == 1 else "[" + ",".join(line for _, line in batch) + "]"
-        failures = 0
-        while True:
-            status, retry_after, reason = await self._post_events(http, body.encode())
-            if status is not None and 200 <= status < 300:
-                return
-            if not is_transient(status):
-                if len(batch) > 1:
-                    log.warning(
-                        "The host refused a batch of %d events (%s); sending them one by one", len(batch), reason
-                    )
-                    for item in batch:
-                        await self._deliver(http, [item])
-                    return
-                log.error("The host refused a %s event (%s); the event is dropped", batch[0][0], reason)
-                return
-            failures += 1
-            if self._max_attempts is not None and failures > self._max_attempts:
-                raise HostConnectionError(
-                    f"Events of session {self._session_id} could not be delivered: {self._max_attempts} retry "
-                    f"attempt(s) failed (last: {reason})",
-                    status=status,
-                )
-            delay = retry_after if retry_after is not None else self._backoff(self._initial_backoff, failures)
-            log.warning("Posting %d event(s) failed (%s); retry %d in %.2fs", len(batch), reason, failures, delay)
-            await asyncio.sleep(delay)
+        body = (batch[0][1] if len(batch) == 1 else "[" + ",".join(line for _, line in batch) + "]").encode()
 
-    async def _post_events(self, http: aiohttp.ClientSession, body: bytes) -> tuple[int | None, float | None, str]:
+        def announce(failure: _Transient, number: int, delay: float) -> None:
+            log.warning("Posting %d event(s) failed (%s); retry %d in %.2fs", len(batch), failure.reason, number, delay)
+
+        try:
+            async for attempt in _retrying(lambda: self._delivery_policy, _attempts_failed, announce):
+                with attempt:
+                    status = await self._post_events(http, body)
+        except _Transient as failure:
+            raise HostConnectionError(
+                f"Events of session {self._session_id} could not be delivered: {self._max_attempts} retry "
+                f"attempt(s) failed (last: {failure.reason})",
+                status=failure.status,
+            ) from None
+        if 200 <= status < 300:
+            return
+        if len(batch) > 1:
+            log.warning("The host refused a batch of %d events (HTTP %d); sending them one by one", len(batch), status)
+            for item in batch:
+                await self._deliver(http, [item])
+            return
+        log.error("The host refused a %s event (HTTP %d); the event is dropped", batch[0][0], status)
+
+    async def _post_events(self, http: aiohttp.ClientSession, body: bytes) -> int:
+        """POST ``body`` once; the status of an answer that is not worth retrying, else raise ``_Transient``."""
         try:
             async with http.post(
                 f"{self._base}/events",
@@ -549,15 +597,23 @@ class AgentHttpRunner:
                 timeout=_POST_TIMEOUT,
             ) as response:
                 status = response.status
-                retry_after = retry_after_seconds(status, response.headers.get("Retry-After"))
+                retry_after = retry_after_for_status(status, response.headers.get("Retry-After"))
                 with contextlib.suppress(*_NETWORK_ERRORS):
                     await response.read()  # so the connection can be reused
-                return status, retry_after, f"HTTP {status}"
         except _NETWORK_ERRORS as error:
-            return None, None, _describe(error)
+            raise _Transient(_describe(error)) from None
+        if is_transient(status):
+            raise _Transient(f"HTTP {status}", retry_after, status)
+        return status
 
-    def _backoff(self, base: float, failures: int) -> float:
-        return float(min(base * 2 ** min(failures - 1, 32), self._max_backoff))
+    def _follow_retry_field(self, retry_ms: int) -> None:
+        """A host's ``retry:`` field sets the first reconnect delay (doubling from there, as before)."""
+        first = min(max(retry_ms / 1000, 0.001), self._delivery_policy.max_backoff)
+        self._inbox_policy = replace(self._delivery_policy, initial_backoff=first)
+
+
+def _attempts_failed(state: RetryCallState) -> int:
+    return state.attempt_number
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from typing import Literal
 
 import aiohttp
@@ -22,7 +20,6 @@ from ironhive.adapters.server.http_runner import (
     HostConnectionError,
     SseDecoder,
     SseEvent,
-    retry_after_seconds,
 )
 from ironhive.adapters.server.turns import ProcessMessage
 from ironhive.domain.agent_loop import AgentLoop
@@ -683,16 +680,3 @@ def test_sse_decoding_marks_overlong_data_and_lines() -> None:
         SseEvent(data=None, last_event_id="", too_long=True),
         SseEvent(data="fine", last_event_id=""),
     ]
-
-
-def test_retry_after_values() -> None:
-    assert retry_after_seconds(429, "2") == 2.0
-    assert retry_after_seconds(503, "0.5") == 0.5
-    assert retry_after_seconds(500, "2") is None  # only 429 and 503 carry it
-    assert retry_after_seconds(429, None) is None
-    assert retry_after_seconds(429, "soon") is None
-    assert retry_after_seconds(429, "nan") is None
-    assert retry_after_seconds(429, "-3") == 0.0
-    assert retry_after_seconds(429, "99999") == 300.0
-    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= (retry_after_seconds(503, later) or 0) <= 30
