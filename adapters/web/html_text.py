@@ -1,10 +1,10 @@
-"""Turns an HTML page into readable plain text (title + body text), with the standard library's HTML parser."""
+"""Turns an HTML page into readable plain text (title + body text), parsed by selectolax's lexbor HTML5 parser."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
+from typing import Final
 
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "object", "canvas"})
 _BLOCKS = frozenset(
@@ -14,6 +14,8 @@ _BLOCKS = frozenset(
         "table", "td", "th", "tr", "ul",
     }
 )  # fmt: skip
+_SKIPPED_SELECTOR: Final = ", ".join(sorted(_SKIPPED | {"title"}))
+_BLOCKS_SELECTOR: Final = ", ".join(sorted(_BLOCKS))
 _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 
 
@@ -32,46 +34,12 @@ class PageText:
     truncated: bool = False
 
 
-class _TextExtractor(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.pieces: list[str] = []
-        self.title: list[str] = []
-        self._skipping = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _SKIPPED:
-            self._skipping += 1
-        elif tag == "title":
-            self._in_title = True
-        elif tag in _BLOCKS:
-            self.pieces.append("\n")
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        # A self-closed <svg/> opens nothing; a <br/> still breaks the line.
-        if tag in _BLOCKS:
-            self.pieces.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _SKIPPED:
-            self._skipping = max(0, self._skipping - 1)
-        elif tag == "title":
-            self._in_title = False
-        elif tag in _BLOCKS:
-            self.pieces.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._skipping:
-            return
-        if self._in_title:
-            self.title.append(data)
-        else:
-            self.pieces.append(data)
-
-
 def html_to_text(html: str, *, max_characters: int | None = None) -> PageText:
     """Extract the title and the visible text of an HTML page (scripts, styles and similar are left out).
+
+    The page is parsed as a browser would (lexbor, through selectolax): unclosed tags, stray end tags and entities are
+    handled as in a browser. Block elements (paragraphs, headings, list items, table cells, ``<br>``) start a line;
+    inline ones (links, emphasis) stay within theirs.
 
     Args:
         html: The page.
@@ -80,11 +48,20 @@ def html_to_text(html: str, *, max_characters: int | None = None) -> PageText:
     Returns:
         The page's title and text.
     """
-    extractor = _TextExtractor()
-    extractor.feed(html)
-    extractor.close()
-    text = tidy("".join(extractor.pieces))
-    title = " ".join("".join(extractor.title).split())
+    from selectolax.lexbor import LexborHTMLParser  # only a page read by a web tool needs the parser
+
+    tree = LexborHTMLParser(html)
+    title_node = tree.css_first("title")
+    title = " ".join(title_node.text(deep=True).split()) if title_node is not None else ""
+    body = tree.body
+    if body is None:
+        return PageText(title=title, text="")
+    for node in body.css(_SKIPPED_SELECTOR):
+        node.decompose()
+    for node in body.css(_BLOCKS_SELECTOR):
+        node.insert_before("\n")
+        node.insert_after("\n")
+    text = tidy(body.text(deep=True))
     if max_characters is not None and len(text) > max_characters:
         return PageText(title=title, text=text[:max_characters].rstrip(), truncated=True)
     return PageText(title=title, text=text)
