@@ -1,16 +1,16 @@
 """The web-ai-chat sample in a real browser: Next.js over ``ironhive run --server`` on a loopback OpenAI server.
 
-Builds and starts the sample (``npm ci`` only when the lock file changed, ``next build``, ``next start`` on a free
-loopback port), then runs its Playwright script (``samples/web-ai-chat/tests/e2e.mjs``) in Debian's Chromium, which
-is installed with apt-get when missing. Screenshots go to ``tests/artifacts/web-ai-chat/``.
+Builds and starts the sample (``next build``, ``next start`` on a free loopback port), then runs its Playwright script
+(``samples/web-ai-chat/tests/e2e.mjs``) in Debian's Chromium: the chat, GitHub Flavored Markdown with highlighted code,
+and the layout at 1280 and 390 px. Screenshots go to ``tests/artifacts/web-ai-chat/``. Node.js, Chromium and the
+sample's npm packages (``npm ci``) are installed by ``.ci/run``; where one is missing the test is skipped with the
+install command (a failure where ``CI`` is set).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,17 +24,14 @@ from typing import Any
 import pytest
 
 from tests.support.cli import clean_environment, ironhive_executable
+from tests.support.components import CHROMIUM, CHROMIUM_PATH, NODE, npm_lock_installed
 from tests.support.openai_server import ErrorReply, LoopbackOpenAIServer, TextReply, error_body
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "web-ai-chat"
 ARTIFACTS = ROOT / "tests" / "artifacts" / "web-ai-chat"
-CHROMIUM = Path("/usr/bin/chromium")
-LOCK_STAMP = "node_modules/.ironhive-lock-sha256"
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or shutil.which("npm") is None,
-    reason="node and npm are needed to build and run the web-ai-chat sample",
+SAMPLE_PACKAGES = npm_lock_installed(
+    "the web-ai-chat sample's npm packages", SAMPLE, "cd samples/web-ai-chat && npm ci --no-audit --no-fund"
 )
 
 
@@ -45,27 +42,8 @@ def _run(command: list[str], *, cwd: Path, env: dict[str, str] | None = None, ti
     )
 
 
-def _ensure_chromium() -> None:
-    if CHROMIUM.exists():
-        return
-    # The CI image has no browser; Debian's chromium package is the one that runs here (Playwright cannot download).
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    _run(["apt-get", "update"], cwd=ROOT, env=env, timeout=300)
-    _run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"], cwd=ROOT, env=env, timeout=600)
-    assert CHROMIUM.exists(), "apt-get installed chromium but /usr/bin/chromium is missing"
-
-
 def _node_environment() -> dict[str, str]:
     return {**os.environ, "NEXT_TELEMETRY_DISABLED": "1", "npm_config_fund": "false", "npm_config_audit": "false"}
-
-
-def _ensure_node_modules() -> None:
-    lock_hash = hashlib.sha256((SAMPLE / "package-lock.json").read_bytes()).hexdigest()
-    stamp = SAMPLE / LOCK_STAMP
-    if stamp.exists() and stamp.read_text(encoding="utf-8").strip() == lock_hash:
-        return
-    _run(["npm", "ci", "--no-audit", "--no-fund"], cwd=SAMPLE, env=_node_environment(), timeout=600)
-    stamp.write_text(lock_hash, encoding="utf-8")
 
 
 def _free_port() -> int:
@@ -140,6 +118,35 @@ def _script(server: LoopbackOpenAIServer) -> None:
     server.enqueue_text("Yes, still here.")
     server.enqueue(ErrorReply(status=400, body=error_body("The model refused this request.", "invalid_request_error")))
     server.enqueue_text("We wrote notes.md and edited.md.")
+    server.enqueue(TextReply(text=GFM_ANSWER, chunks=_pieces(GFM_ANSWER, 40), chunk_delay=0.05))
+
+
+GFM_ANSWER = """## Summary
+
+| File | State | Lines |
+| :--- | :---: | ---: |
+| notes.md | written | 3 |
+| edited.md | written | 1 |
+| secrets.md | refused | 0 |
+
+- [x] write the notes
+- [ ] ~~write draft.md~~ saved as edited.md
+
+The draft was ~~draft.md~~ edited.md.
+
+```python
+def greet(name: str) -> str:
+    return f"Hello, {name}!"
+```
+
+Raw <b>HTML</b> stays text, and so does [this link](javascript:alert(1)); [the docs](https://example.com/docs) open
+in a new tab.
+"""
+"""GitHub Flavored Markdown as a model writes it, streamed in pieces that cut its table rows and fence in half."""
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[start : start + size] for start in range(0, len(text), size)]
 
 
 def _users(request: dict[str, Any]) -> list[str]:
@@ -155,10 +162,11 @@ def _tool_results(request: dict[str, Any]) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
 
 
-@pytest.mark.timeout(900)  # a cold run installs chromium and the npm packages; a warm one takes about a minute
+@pytest.mark.timeout(600)  # next build takes about a minute on 2 cores, the browser script another
+@NODE
+@CHROMIUM
+@SAMPLE_PACKAGES
 def test_web_chat_in_a_browser(tmp_path: Path) -> None:
-    _ensure_chromium()
-    _ensure_node_modules()
     _run(["npm", "run", "build"], cwd=SAMPLE, env=_node_environment(), timeout=300)
     work = tmp_path / "work"
     work.mkdir()
@@ -189,7 +197,7 @@ def test_web_chat_in_a_browser(tmp_path: Path) -> None:
                     "WEB_CHAT_URL": url,
                     "WEB_CHAT_WORKDIR": str(work),
                     "WEB_CHAT_ARTIFACTS": str(ARTIFACTS),
-                    "CHROMIUM_PATH": str(CHROMIUM),
+                    "CHROMIUM_PATH": str(CHROMIUM_PATH),
                 },
                 capture_output=True,
                 text=True,
@@ -200,11 +208,12 @@ def test_web_chat_in_a_browser(tmp_path: Path) -> None:
     server_log = (tmp_path / "next.log").read_text(encoding="utf-8", errors="replace")
     report = f"{browser_test.stdout}\n{browser_test.stderr}\n--- next start ---\n{server_log[-4000:]}"
     assert browser_test.returncode == 0, report
-    assert browser_test.stdout.count("ok - ") == 11, report
+    assert browser_test.stdout.count("ok - ") == 13, report
     assert "RESULT " in browser_test.stdout, report
-    assert len(list(ARTIFACTS.glob("*.png"))) == 9
+    shots = sorted(path.name for path in ARTIFACTS.glob("*.png"))
+    assert len(shots) == 12 and {"10-gfm-1280.png", "11-gfm-390.png", "12-sessions-drawer-390.png"} <= set(shots)
 
-    assert len(requests) == 10, [_users(request) for request in requests]
+    assert len(requests) == 11, [_users(request) for request in requests]
     assert all(request["model"] == "gpt-test" and request["stream"] is True for request in requests)
     first = requests[0]
     assert _users(first) == ["Write the notes, please"]
@@ -227,5 +236,6 @@ def test_web_chat_in_a_browser(tmp_path: Path) -> None:
         "Are you still there?",
         "What did we do?",
     ]
+    assert _users(requests[10])[-2:] == ["What did we do?", "Show it as a table"]
     assert (work / "notes.md").read_text(encoding="utf-8") == "# Notes\n\n- streamed\n"
     assert not (work / "secrets.md").exists() and not (work / "draft.md").exists()

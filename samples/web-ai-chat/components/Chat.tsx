@@ -39,6 +39,8 @@ export function Chat(): ReactNode {
   const [live, setLive] = useState<LiveSession[]>([]);
   const [loadingSessions, setLoadingSessions] = useState(false);
   const [connection, setConnection] = useState<"connecting" | "open" | "lost">("connecting");
+  // Only narrow screens use it: there the sessions are a drawer over the chat instead of a sidebar beside it.
+  const [sessionsOpen, setSessionsOpen] = useState(false);
   const started = useRef(false);
   const bottom = useRef<HTMLDivElement>(null);
   const sessionId = state.sessionId;
@@ -111,6 +113,15 @@ export function Chat(): ReactNode {
     bottom.current?.scrollIntoView({ block: "end" });
   }, [state.entries]);
 
+  useEffect(() => {
+    if (!sessionsOpen) return;
+    const close = (event: KeyboardEvent): void => {
+      if (event.key === "Escape") setSessionsOpen(false);
+    };
+    window.addEventListener("keydown", close);
+    return () => window.removeEventListener("keydown", close);
+  }, [sessionsOpen]);
+
   const post = useCallback(
     async (request: AgentRequest): Promise<boolean> => {
       if (!sessionId) return false;
@@ -171,19 +182,39 @@ export function Chat(): ReactNode {
             : "ready";
 
   return (
-    <div className="layout">
+    <div className={`layout${sessionsOpen ? " sessions-open" : ""}`}>
       <SessionsPanel
         stored={stored}
         live={live}
         current={sessionId}
         loading={loadingSessions}
         onRefresh={() => void refreshSessions()}
-        onNew={() => void openSession()}
-        onResume={(id) => void openSession(id)}
+        onNew={() => {
+          setSessionsOpen(false);
+          void openSession();
+        }}
+        onResume={(id) => {
+          setSessionsOpen(false);
+          void openSession(id);
+        }}
+        onClose={() => setSessionsOpen(false)}
       />
-      <main className="chat">
+      {sessionsOpen && (
+        <div className="sessions-backdrop" aria-hidden="true" onClick={() => setSessionsOpen(false)} />
+      )}
+      <main className="chat" data-testid="chat">
         <header className="chat-head">
-          <div>
+          <button
+            type="button"
+            className="sessions-toggle"
+            aria-controls="sessions-panel"
+            aria-expanded={sessionsOpen}
+            onClick={() => setSessionsOpen((open) => !open)}
+            data-testid="sessions-toggle"
+          >
+            Sessions
+          </button>
+          <div className="chat-title">
             <h1>ironhive web chat</h1>
             <div className="muted" data-testid="session-id">
               {sessionId ?? "no session"}

@@ -1,158 +1,72 @@
-// A small Markdown renderer for streamed answers: React elements only (never raw HTML), tolerant of half-written
-// input (an unclosed code fence renders as code until the end). Headings, paragraphs, lists, quotes, rules, fenced
-// code, inline code, bold, italic and http(s)/mailto links.
+// Markdown of streamed answers through react-markdown: GitHub Flavored Markdown (tables, task lists, strikethrough,
+// autolinks) by remark-gfm and code highlighting by rehype-highlight (fenced blocks that name their language).
+// React elements only: raw HTML in an answer shows as text, links other than http(s)/mailto show as plain text, and
+// images show their alt text (an answer must not make the browser fetch addresses the model chose).
 
-import { Fragment, type ReactNode } from "react";
+import type { ComponentPropsWithoutRef, JSX, ReactNode } from "react";
+import ReactMarkdown, { type Components, type ExtraProps } from "react-markdown";
+import rehypeHighlight, { type Options as HighlightOptions } from "rehype-highlight";
+import remarkGfm from "remark-gfm";
 
-type MarkdownBlock =
-  | { kind: "heading"; level: number; text: string }
-  | { kind: "paragraph"; text: string }
-  | { kind: "code"; language: string; text: string }
-  | { kind: "list"; ordered: boolean; items: string[] }
-  | { kind: "quote"; text: string }
-  | { kind: "rule" };
+const SAFE_LINK = /^(https?:|mailto:)/i;
 
-const LIST_ITEM = /^\s{0,3}([-*+]|\d{1,9}[.)])\s+(.*)$/;
+// Unknown languages are left as plain code; guessing a block's language on every streamed delta would be slow.
+const HIGHLIGHT: HighlightOptions = { detect: false };
+const REMARK_PLUGINS = [remarkGfm];
+const REHYPE_PLUGINS: [[typeof rehypeHighlight, HighlightOptions]] = [[rehypeHighlight, HIGHLIGHT]];
 
-export function parseBlocks(source: string): MarkdownBlock[] {
-  const lines = source.replace(/\r\n?/g, "\n").split("\n");
-  const blocks: MarkdownBlock[] = [];
-  let paragraph: string[] = [];
-  const flush = (): void => {
-    if (paragraph.length) blocks.push({ kind: "paragraph", text: paragraph.join("\n") });
-    paragraph = [];
+function safeUrl(url: string): string | null {
+  return SAFE_LINK.test(url.trim()) ? url : null;
+}
+
+type Props<Tag extends keyof JSX.IntrinsicElements> = ComponentPropsWithoutRef<Tag> & ExtraProps;
+
+// Answer headings sit below the page's own (h1) and the chat's: # becomes h3.
+function heading(Tag: "h3" | "h4" | "h5" | "h6") {
+  return function Heading({ node: _node, ...rest }: Props<"h1">): ReactNode {
+    return <Tag {...rest} />;
   };
-  for (let index = 0; index < lines.length; index++) {
-    const line = lines[index];
-    const fence = /^\s{0,3}(```|~~~)\s*([\w+-]*)/.exec(line);
-    if (fence) {
-      flush();
-      const body: string[] = [];
-      index++;
-      while (index < lines.length && !lines[index].trimStart().startsWith(fence[1])) body.push(lines[index++]);
-      blocks.push({ kind: "code", language: fence[2], text: body.join("\n") });
-      continue;
-    }
-    const heading = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
-    if (heading) {
-      flush();
-      blocks.push({ kind: "heading", level: heading[1].length, text: heading[2] });
-      continue;
-    }
-    if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) {
-      flush();
-      blocks.push({ kind: "rule" });
-      continue;
-    }
-    const item = LIST_ITEM.exec(line);
-    if (item) {
-      flush();
-      const ordered = /\d/.test(item[1]);
-      const items = [item[2]];
-      while (index + 1 < lines.length) {
-        const next = LIST_ITEM.exec(lines[index + 1]);
-        if (next && /\d/.test(next[1]) === ordered) {
-          items.push(next[2]);
-        } else if (/^\s{2,}\S/.test(lines[index + 1])) {
-          items[items.length - 1] += `\n${lines[index + 1].trim()}`;
-        } else {
-          break;
-        }
-        index++;
-      }
-      blocks.push({ kind: "list", ordered, items });
-      continue;
-    }
-    if (/^\s{0,3}>/.test(line)) {
-      flush();
-      const quoted = [line.replace(/^\s{0,3}>\s?/, "")];
-      while (index + 1 < lines.length && /^\s{0,3}>/.test(lines[index + 1])) {
-        quoted.push(lines[++index].replace(/^\s{0,3}>\s?/, ""));
-      }
-      blocks.push({ kind: "quote", text: quoted.join("\n") });
-      continue;
-    }
-    if (!line.trim()) {
-      flush();
-      continue;
-    }
-    paragraph.push(line);
-  }
-  flush();
-  return blocks;
 }
 
-const INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|\*([^*\s](?:[\s\S]*?[^*\s])?)\*|_([^_\s](?:[\s\S]*?[^_\s])?)_|\[([^\]]+)\]\(([^)\s]+)\)/g;
-
-function safeHref(url: string): string | null {
-  return /^(https?:|mailto:)/i.test(url) ? url : null;
-}
-
-export function renderInline(text: string, keyPrefix = "i"): ReactNode[] {
-  const nodes: ReactNode[] = [];
-  let last = 0;
-  let count = 0;
-  for (const match of text.matchAll(INLINE)) {
-    const start = match.index ?? 0;
-    if (start > last) nodes.push(...withBreaks(text.slice(last, start), `${keyPrefix}t${count}`));
-    const key = `${keyPrefix}m${count++}`;
-    if (match[2] !== undefined) nodes.push(<code key={key}>{match[2].replace(/^ (.*) $/, "$1")}</code>);
-    else if (match[3] !== undefined || match[4] !== undefined)
-      nodes.push(<strong key={key}>{renderInline(match[3] ?? match[4], key)}</strong>);
-    else if (match[5] !== undefined || match[6] !== undefined)
-      nodes.push(<em key={key}>{renderInline(match[5] ?? match[6], key)}</em>);
-    else {
-      const href = safeHref(match[8]);
-      nodes.push(
-        href ? (
-          <a key={key} href={href} target="_blank" rel="noreferrer noopener">
-            {renderInline(match[7], key)}
-          </a>
-        ) : (
-          <Fragment key={key}>{match[0]}</Fragment>
-        ),
-      );
-    }
-    last = start + match[0].length;
-  }
-  if (last < text.length) nodes.push(...withBreaks(text.slice(last), `${keyPrefix}t${count}`));
-  return nodes;
-}
-
-function withBreaks(text: string, key: string): ReactNode[] {
-  return text.split("\n").flatMap((piece, index) => (index ? [<br key={`${key}b${index}`} />, piece] : [piece]));
-}
+const COMPONENTS: Components = {
+  h1: heading("h3"),
+  h2: heading("h4"),
+  h3: heading("h5"),
+  h4: heading("h6"),
+  h5: heading("h6"),
+  h6: heading("h6"),
+  a({ node: _node, href, children, ...rest }: Props<"a">): ReactNode {
+    if (!href) return <span className="unsafe-link">{children}</span>;
+    return (
+      <a {...rest} href={href} target="_blank" rel="noreferrer noopener">
+        {children}
+      </a>
+    );
+  },
+  img({ alt }: Props<"img">): ReactNode {
+    return alt ? <span className="image-alt">[{alt}]</span> : null;
+  },
+  // A wide table scrolls inside the answer instead of widening the page.
+  table({ node: _node, ...rest }: Props<"table">): ReactNode {
+    return (
+      <div className="table-scroll">
+        <table {...rest} />
+      </div>
+    );
+  },
+};
 
 export function Markdown({ source }: { source: string }): ReactNode {
   return (
     <div className="markdown">
-      {parseBlocks(source).map((block, index) => {
-        const key = `b${index}`;
-        switch (block.kind) {
-          case "heading": {
-            const Tag = `h${Math.min(block.level + 2, 6)}` as "h3" | "h4" | "h5" | "h6";
-            return <Tag key={key}>{renderInline(block.text, key)}</Tag>;
-          }
-          case "paragraph":
-            return <p key={key}>{renderInline(block.text, key)}</p>;
-          case "code":
-            return (
-              <pre key={key} data-language={block.language || undefined}>
-                <code>{block.text}</code>
-              </pre>
-            );
-          case "list": {
-            const items = block.items.map((item, itemIndex) => (
-              <li key={`${key}l${itemIndex}`}>{renderInline(item, `${key}l${itemIndex}`)}</li>
-            ));
-            return block.ordered ? <ol key={key}>{items}</ol> : <ul key={key}>{items}</ul>;
-          }
-          case "quote":
-            return <blockquote key={key}>{renderInline(block.text, key)}</blockquote>;
-          case "rule":
-            return <hr key={key} />;
-        }
-      })}
+      <ReactMarkdown
+        remarkPlugins={REMARK_PLUGINS}
+        rehypePlugins={REHYPE_PLUGINS}
+        components={COMPONENTS}
+        urlTransform={(url, key) => (key === "href" ? safeUrl(url) : null)}
+      >
+        {source}
+      </ReactMarkdown>
     </div>
   );
 }

@@ -1,6 +1,7 @@
 "use client";
 
-// The stored sessions of the agent's folder (`ironhive sessions list -o json`) with a Resume button each.
+// The stored sessions of the agent's folder (`ironhive sessions list -o json`) with a Resume button each. A sidebar
+// on wide screens; below 700 px a drawer that the chat header's Sessions button opens (the chat keeps the width).
 
 import type { ReactNode } from "react";
 
@@ -14,17 +15,30 @@ type Props = {
   onRefresh: () => void;
   onNew: () => void;
   onResume: (id: string) => void;
+  onClose: () => void;
 };
 
-export function SessionsPanel({ stored, live, current, loading, onRefresh, onNew, onResume }: Props): ReactNode {
+export function SessionsPanel(props: Props): ReactNode {
+  const { stored, live, current, loading, onRefresh, onNew, onResume, onClose } = props;
   const running = new Set(live.filter((session) => session.running).map((session) => session.id));
   return (
-    <aside className="sessions" data-testid="sessions">
+    <aside className="sessions" id="sessions-panel" data-testid="sessions">
       <div className="sessions-head">
         <h2>Sessions</h2>
-        <button type="button" onClick={onRefresh} disabled={loading} data-testid="sessions-refresh">
-          {loading ? "…" : "Refresh"}
-        </button>
+        <div className="sessions-head-buttons">
+          <button type="button" onClick={onRefresh} disabled={loading} data-testid="sessions-refresh">
+            {loading ? "…" : "Refresh"}
+          </button>
+          <button
+            type="button"
+            className="sessions-close"
+            aria-label="Close the sessions"
+            onClick={onClose}
+            data-testid="sessions-close"
+          >
+            ×
+          </button>
+        </div>
       </div>
       <button type="button" className="new-chat" onClick={onNew} data-testid="new-chat">
         + New chat

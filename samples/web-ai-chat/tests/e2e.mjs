@@ -7,6 +7,8 @@
 //   5. write_file(draft.md)              -> approved, edited    6. text answer
 //   7. a very slow stream                -> Stop                8. text answer (the chat goes on)
 //   9. a provider error (400)                                   10. text answer after resuming the session
+//  11. a streamed GitHub Flavored Markdown answer (table, task list, strikethrough, code), then checked at 1280 and
+//      390 px wide (the sessions sidebar collapses into a drawer below 700 px)
 //
 // Environment: WEB_CHAT_URL, WEB_CHAT_WORKDIR (the agent's folder), WEB_CHAT_ARTIFACTS (screenshots),
 // CHROMIUM_PATH (default /usr/bin/chromium). Prints "ok - <step>" per step and a final "RESULT {json}" line.
@@ -263,6 +265,9 @@ async function scenario(page) {
   await shot(page, "09-resumed");
   step("new chat, then the stored session resumed in a new agent process");
 
+  await gfmAnswer(page);
+  await narrowLayout(page);
+
   const after = await (await fetch(`${baseUrl}/api/sessions`)).json();
   const runningAfter = after.live.filter((session) => session.running).map((session) => session.id);
   assert.deepEqual(runningAfter.sort(), [newSessionId, sessionId].sort());
@@ -286,4 +291,88 @@ async function scenario(page) {
   assert.match(stream, /"type":"process_exit","code":0/);
   step("DELETE shut the other agent down (exit code 0)");
   return { sessionId, newSessionId };
+}
+
+async function box(locator) {
+  const found = await locator.boundingBox();
+  assert.ok(found, "the element has no box (not rendered)");
+  return found;
+}
+
+// 10. GitHub Flavored Markdown, highlighted code, and what an answer must not do (raw HTML, javascript: links).
+async function gfmAnswer(page) {
+  await sendMessage(page, "Show it as a table");
+  await waitForTurnEnd(page);
+  const answer = lastAnswer(page).locator(".markdown");
+  assert.equal(await answer.locator("h4").innerText(), "Summary");
+  const table = answer.locator("table");
+  assert.equal(await table.count(), 1, "the GFM table is not a <table>");
+  assert.deepEqual(await table.locator("thead th").allInnerTexts(), ["File", "State", "Lines"]);
+  assert.deepEqual(await table.locator("tbody tr td:first-child").allInnerTexts(), ["notes.md", "edited.md", "secrets.md"]);
+  const lines = table.locator("tbody tr:first-child td").nth(2);
+  assert.equal(await lines.evaluate((cell) => getComputedStyle(cell).textAlign), "right");
+  const boxes = answer.locator('li.task-list-item input[type="checkbox"]');
+  assert.equal(await boxes.count(), 2, "task list items have no checkboxes");
+  assert.deepEqual(await boxes.evaluateAll((inputs) => inputs.map((input) => [input.checked, input.disabled])), [
+    [true, true],
+    [false, true],
+  ]);
+  assert.deepEqual(await answer.locator("del").allInnerTexts(), ["write draft.md", "draft.md"]);
+  const code = answer.locator("pre code.language-python");
+  assert.equal((await code.innerText()).trimEnd(), 'def greet(name: str) -> str:\n    return f"Hello, {name}!"');
+  assert.ok((await code.locator('span[class^="hljs-"]').count()) >= 3, "the code block has no highlight spans");
+  assert.equal(await code.locator(".hljs-keyword").first().innerText(), "def");
+  const keyword = await code.locator(".hljs-keyword").first().evaluate((span) => getComputedStyle(span).color);
+  const plain = await code.evaluate((element) => getComputedStyle(element).color);
+  assert.notEqual(keyword, plain, "highlighted code is not coloured");
+  // Raw HTML stays text; a javascript: link is text; an https link opens in a new tab.
+  assert.match(await answer.innerText(), /Raw <b>HTML<\/b> stays text/);
+  assert.equal(await answer.locator("b").count(), 0);
+  assert.deepEqual(await answer.locator("a").evaluateAll((links) => links.map((link) => [link.href, link.target])), [
+    ["https://example.com/docs", "_blank"],
+  ]);
+  // Wide: the sessions sidebar beside the chat, no drawer toggle.
+  const viewport = page.viewportSize();
+  assert.equal(viewport.width, 1280);
+  const sidebar = await box(page.getByTestId("sessions"));
+  const chat = await box(page.getByTestId("chat"));
+  assert.ok(Math.abs(sidebar.width - 280) <= 1, `sidebar ${sidebar.width} px wide`);
+  assert.ok(Math.abs(chat.x - sidebar.width) <= 1 && Math.abs(chat.width + sidebar.width - 1280) <= 1);
+  assert.equal(await page.getByTestId("sessions-toggle").isVisible(), false);
+  await shot(page, "10-gfm-1280");
+  step("GFM table, task list, strikethrough and highlighted code at 1280 px; raw HTML stays text");
+}
+
+// 11. At 390 px the chat takes the whole width; the sessions open as a drawer and close again.
+async function narrowLayout(page) {
+  await page.setViewportSize({ width: 390, height: 844 });
+  const sessions = page.getByTestId("sessions");
+  await sessions.waitFor({ state: "hidden" });
+  const chat = await box(page.getByTestId("chat"));
+  assert.ok(chat.width >= 0.9 * 390, `the chat is ${chat.width} px wide at 390 px`);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+  const answer = await box(lastAnswer(page));
+  assert.ok(answer.x >= 0 && answer.x + answer.width <= 390, "the last answer does not fit the screen");
+  const send = await box(page.getByTestId("send"));
+  assert.ok(send.x + send.width <= 390, "the Send button is off screen");
+  await lastAnswer(page).locator("table").scrollIntoViewIfNeeded();
+  await shot(page, "11-gfm-390");
+  const toggle = page.getByTestId("sessions-toggle");
+  assert.equal(await toggle.getAttribute("aria-expanded"), "false");
+  await toggle.click();
+  await sessions.waitFor({ state: "visible" });
+  const drawer = await box(sessions);
+  assert.ok(drawer.x === 0 && drawer.width <= 0.85 * 390 + 1, `drawer at ${drawer.x}, ${drawer.width} px wide`);
+  assert.equal(await toggle.getAttribute("aria-expanded"), "true");
+  await shot(page, "12-sessions-drawer-390");
+  await page.getByTestId("sessions-close").click();
+  await sessions.waitFor({ state: "hidden" });
+  await toggle.click();
+  await sessions.waitFor({ state: "visible" });
+  await page.keyboard.press("Escape");
+  await sessions.waitFor({ state: "hidden" });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await sessions.waitFor({ state: "visible" });
+  step("at 390 px the chat has the full width; the sessions open as a drawer and close");
 }
