@@ -70,7 +70,7 @@ def _model_file(section: LMSupplySection, *, home: Path, environ: Mapping[str, s
     if importlib.util.find_spec("llama_cpp") is None:
         return _check("error", "llama-cpp-python is not installed", _INSTALL)
     from ironhive.adapters.llamacpp.model_files import bundled_model_path
-    from ironhive.adapters.llamacpp.model_resolution import cached_model_path, default_model_cache
+    from ironhive.adapters.llamacpp.model_resolution import cached_model_path, default_model_cache, offline
 
     if section.model_path:
         path = Path(section.model_path).expanduser()
@@ -90,18 +90,18 @@ def _model_file(section: LMSupplySection, *, home: Path, environ: Mapping[str, s
                 "Set the missing key, or unset both to use the bundled model.",
             )
         try:
-            cached = cached_model_path(default_model_cache(home), repo, file)
+            cached = cached_model_path(repo, file, legacy_dir=default_model_cache(home))
         except ConfigurationError as error:
             return _check("error", str(error), "Correct lmsupply.huggingFaceRepo / lmsupply.huggingFaceFile.")
-        if cached.is_file():
+        if cached is not None:
             return cached
-        if environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        if offline(environ):
             return _check(
                 "error",
                 f"{repo}/{file} is not downloaded and HF_HUB_OFFLINE forbids downloading it",
                 "Run once without HF_HUB_OFFLINE, or set lmsupply.modelPath to a local GGUF file.",
             )
-        where = f" to {cached}" if verbose else ""
+        where = " into the Hugging Face cache" if verbose else ""
         return _check("pass", f"{repo}/{file} is not downloaded yet; the first run downloads it{where}")
     try:
         bundled = bundled_model_path()

@@ -85,7 +85,7 @@ def local_load(
         model_path=model or section.model_path,
         hf_repo=section.hugging_face_repo,
         hf_file=section.hugging_face_file,
-        cache_dir=default_model_cache(Path.home()),
+        legacy_dir=default_model_cache(Path.home()),
         environ=environ,
         progress=progress,
     )
@@ -96,7 +96,8 @@ def local_load(
 
 def _choose(config: IronHiveConfig, model: str | None, surface: ClientSurface | None) -> Choice:
     """Local inference: ``-m`` or ``lmsupply.modelPath``, else a configured Hugging Face file (downloaded once into
-    ``~/.ironhive/models``, honouring ``HF_ENDPOINT`` and ``HF_HUB_OFFLINE``), else the bundled SmolLM2 model."""
+    the shared Hugging Face cache, honouring ``HF_ENDPOINT``, ``HF_TOKEN`` and ``HF_HUB_OFFLINE``), else the bundled
+    SmolLM2 model."""
     section = config.lmsupply
     configured_path = model or section.model_path
     repo, file = section.hugging_face_repo, section.hugging_face_file
@@ -152,7 +153,9 @@ def _downloaded_model(config: IronHiveConfig, home: Path) -> Path | None:
     if not (section.hugging_face_repo and section.hugging_face_file):
         return None
     try:
-        return cached_model_path(default_model_cache(home), section.hugging_face_repo, section.hugging_face_file)
+        return cached_model_path(
+            section.hugging_face_repo, section.hugging_face_file, legacy_dir=default_model_cache(home)
+        )
     except ConfigurationError:
         return None  # a malformed repository or file name: the run reports it, and the listing shows the name only
 

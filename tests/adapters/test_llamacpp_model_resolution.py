@@ -1,15 +1,14 @@
-"""Local model resolution (path, Hugging Face download against a loopback hub, bundled) and context sizing by RAM."""
+"""Local model resolution (path, huggingface_hub download from a loopback Hub, bundled) and context sizing by RAM."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from aiohttp import web
+from huggingface_hub import constants as hf_constants
 
 from ironhive.adapters.llamacpp import client as client_module
 from ironhive.adapters.llamacpp.context_length import auto_context_length, total_ram_bytes
@@ -20,63 +19,29 @@ from ironhive.adapters.llamacpp.model_resolution import (
     resolve_model_path,
 )
 from ironhive.domain.errors import ConfigurationError, ProviderError
+from tests.support.hugging_face_hub import COMMIT, Hub
 
 GIB = 1 << 30
 REPO = "someone/tiny-GGUF"
 FILE = "tiny.Q4_0.gguf"
-# Larger than one read chunk (1 MiB), so progress is reported more than once.
 CONTENT = os.urandom(2 * 1024 * 1024 + 12345)
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
 @pytest.fixture(autouse=True)
 def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """urllib would send even loopback requests through a proxy from the environment."""
+    """httpx would send even loopback requests through a proxy from the environment."""
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("no_proxy", "*")
 
 
-@dataclass
-class Hub:
-    """A loopback stand-in for the Hugging Face hub: serves files at ``/<repo>/resolve/main/<file>``."""
-
-    endpoint: str = ""
-    files: dict[str, bytes] = field(default_factory=dict)
-    requests: list[str] = field(default_factory=list)
-
-
 @pytest.fixture
 async def hub() -> AsyncIterator[Hub]:
-    state = Hub(files={f"/{REPO}/resolve/main/{FILE}": CONTENT})
-
-    async def serve(request: web.Request) -> web.StreamResponse:
-        state.requests.append(request.path)
-        if request.path == f"/{REPO}/resolve/main/moved.gguf":  # the real hub redirects to its CDN
-            raise web.HTTPFound(f"/cdn/{FILE}")
-        if request.path == f"/cdn/{FILE}":
-            return web.Response(body=CONTENT)
-        if request.path.endswith("/boom.gguf"):
-            return web.Response(status=503)
-        if request.path.endswith("/gated.gguf"):
-            return web.Response(status=401)
-        body = state.files.get(request.path)
-        if body is None:
-            return web.Response(status=404, text="Entry not found")
-        return web.Response(body=body)
-
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", serve)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    state.endpoint = f"http://127.0.0.1:{port}"
-    try:
-        yield state
-    finally:
-        await runner.cleanup()
+    state = Hub()
+    state.add(REPO, FILE, CONTENT)
+    async with state.running() as running:
+        yield running
 
 
 async def resolve(
@@ -86,49 +51,76 @@ async def resolve(
     repo: str | None = REPO,
     file: str | None = FILE,
     progress: Callable[[int, int | None], None] | None = None,
+    legacy: Path | None = None,
 ) -> Path:
     return await asyncio.to_thread(
         lambda: resolve_model_path(
-            model_path=None, hf_repo=repo, hf_file=file, cache_dir=cache, environ=environ, progress=progress
+            model_path=None,
+            hf_repo=repo,
+            hf_file=file,
+            cache_dir=cache,
+            legacy_dir=legacy,
+            environ=environ,
+            progress=progress,
         )
     )
 
 
 def leftovers(cache: Path) -> list[str]:
-    return sorted(str(path.relative_to(cache)) for path in cache.rglob("*") if path.is_file())
+    """The cache's files apart from huggingface_hub's bookkeeping (locks, refs, the CACHEDIR.TAG)."""
+    return sorted(
+        str(path.relative_to(cache))
+        for path in cache.rglob("*")
+        if path.is_file() and ".locks" not in path.parts and "refs" not in path.parts and path.name != "CACHEDIR.TAG"
+    )
 
 
-async def test_first_call_downloads_with_progress_then_the_cache_serves(hub: Hub, tmp_path: Path) -> None:
+async def test_first_call_downloads_into_the_hugging_face_cache_with_progress_then_the_cache_serves(
+    hub: Hub, tmp_path: Path
+) -> None:
     seen: list[tuple[int, int | None]] = []
 
     path = await resolve(
         tmp_path, {"HF_ENDPOINT": hub.endpoint + "/"}, progress=lambda done, total: seen.append((done, total))
     )
 
-    assert path == tmp_path / "someone--tiny-GGUF" / FILE == cached_model_path(tmp_path, REPO, FILE)
+    assert path == tmp_path / "models--someone--tiny-GGUF" / "snapshots" / COMMIT / FILE
     assert path.read_bytes() == CONTENT
-    assert hub.requests == [f"/{REPO}/resolve/main/{FILE}"]
+    assert path.resolve().parent.name == "blobs"  # the Hub cache's layout: snapshots link to content blobs
+    assert path == cached_model_path(REPO, FILE, cache_dir=tmp_path)
+    assert [(r.method, r.path) for r in hub.requests] == [
+        ("HEAD", f"/{REPO}/resolve/main/{FILE}"),
+        ("GET", f"/{REPO}/resolve/main/{FILE}"),
+    ]
     assert seen[0] == (0, len(CONTENT)) and seen[-1] == (len(CONTENT), len(CONTENT))
-    assert len(seen) >= 3
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
-    assert leftovers(tmp_path) == [f"someone--tiny-GGUF/{FILE}"]
+    assert not [name for name in leftovers(tmp_path) if name.endswith(".incomplete")]
 
     again = await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint}, progress=lambda done, total: seen.append((0, 0)))
     assert again == path
-    assert len(hub.requests) == 1  # no request at all the second time
+    assert len(hub.requests) == 2  # no request at all the second time
     assert (0, 0) not in seen
 
 
-async def test_a_cached_file_needs_no_network_even_online(tmp_path: Path) -> None:
-    cached = cached_model_path(tmp_path, REPO, FILE)
-    cached.parent.mkdir(parents=True)
-    cached.write_bytes(b"GGUF")
+async def test_a_cached_file_needs_no_network_even_online(hub: Hub, tmp_path: Path) -> None:
+    cached = await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint})
 
     # Port 9 on loopback: nothing listens; any attempt to connect would fail the call.
     assert await resolve(tmp_path, {"HF_ENDPOINT": "http://127.0.0.1:9"}) == cached
 
 
-async def test_offline_uses_the_cache_and_never_the_network(hub: Hub, tmp_path: Path) -> None:
+async def test_a_model_downloaded_by_an_earlier_version_is_still_used(tmp_path: Path) -> None:
+    legacy = default_model_cache(tmp_path / "home")
+    old = legacy / "someone--tiny-GGUF" / "q4" / FILE
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"GGUF")
+
+    found = await resolve(tmp_path / "hf", {"HF_ENDPOINT": "http://127.0.0.1:9"}, file=f"q4/{FILE}", legacy=legacy)
+    assert found == old
+    assert cached_model_path(REPO, f"q4/{FILE}", cache_dir=tmp_path / "hf", legacy_dir=legacy) == old
+
+
+async def test_offline_serves_the_cache_and_never_the_network(hub: Hub, tmp_path: Path) -> None:
     offline = {"HF_ENDPOINT": hub.endpoint, "HF_HUB_OFFLINE": "1"}
 
     with pytest.raises(ConfigurationError, match="HF_HUB_OFFLINE") as raised:
@@ -136,9 +128,61 @@ async def test_offline_uses_the_cache_and_never_the_network(hub: Hub, tmp_path: 
     assert FILE in str(raised.value) and REPO in str(raised.value)
     assert hub.requests == []
 
-    await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint})
-    assert await resolve(tmp_path, {**offline, "HF_HUB_OFFLINE": "true"}) == cached_model_path(tmp_path, REPO, FILE)
-    assert len(hub.requests) == 1
+    downloaded = await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint})
+    assert await resolve(tmp_path, {**offline, "HF_HUB_OFFLINE": "true"}) == downloaded
+    assert len(hub.requests) == 2  # the download's HEAD and GET; offline asked nothing
+
+
+async def test_hf_token_is_sent_as_the_bearer_token_but_not_to_the_cdn(hub: Hub, tmp_path: Path) -> None:
+    hub.add(REPO, "moved.gguf", CONTENT[::-1], moved=True)  # other content: the same content would share its blob
+
+    await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_loopback_secret"})
+    path = await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_loopback_secret"}, file="moved.gguf")
+
+    assert path.read_bytes() == CONTENT[::-1]
+    on_hub = [r for r in hub.requests if r.host == "127.0.0.1"]
+    on_cdn = [r for r in hub.requests if r.host != "127.0.0.1"]
+    assert [r.headers.get("authorization") for r in on_hub] == ["Bearer hf_loopback_secret"] * 3
+    assert [(r.method, r.path, r.headers.get("authorization")) for r in on_cdn] == [
+        ("GET", f"/cdn/{REPO}/resolve/main/moved.gguf", None)
+    ]
+    assert "ironhive" in on_hub[0].headers["user-agent"]
+
+
+async def test_a_dropped_download_resumes_with_a_range_request(hub: Hub, tmp_path: Path) -> None:
+    # huggingface_hub writes what it received in whole read chunks: resuming shows past the first chunk.
+    chunk = hf_constants.DOWNLOAD_CHUNK_SIZE
+    big = os.urandom(chunk + chunk // 2 + 7)
+    hub.add(REPO, "big.gguf", big)
+    hub.hang_ups.append(chunk + chunk // 4)
+    seen: list[tuple[int, int | None]] = []
+
+    path = await resolve(
+        tmp_path,
+        {"HF_ENDPOINT": hub.endpoint},
+        file="big.gguf",
+        progress=lambda done, total: seen.append((done, total)),
+    )
+
+    assert path.read_bytes() == big
+    assert [r.headers.get("range") for r in hub.seen("GET")] == [None, f"bytes={chunk}-"]
+    assert seen[0] == (0, len(big)) and (chunk, len(big)) in seen and seen[-1] == (len(big), len(big))
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
+async def test_a_download_that_keeps_failing_is_a_retryable_error_and_leaves_no_partial_file(
+    hub: Hub, tmp_path: Path
+) -> None:
+    hub.hang_ups.extend([len(CONTENT) // 3] + [0] * 10)
+
+    with pytest.raises(ProviderError, match=FILE) as raised:
+        await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint})
+
+    assert raised.value.retryable
+    assert [name for name in leftovers(tmp_path) if "blobs" in name or "snapshots" in name] == []
+    # The next attempt starts afresh and succeeds.
+    hub.hang_ups.clear()
+    assert (await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint})).read_bytes() == CONTENT
 
 
 async def test_a_missing_file_is_a_configuration_error_naming_it(hub: Hub, tmp_path: Path) -> None:
@@ -146,47 +190,34 @@ async def test_a_missing_file_is_a_configuration_error_naming_it(hub: Hub, tmp_p
         await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint}, file="nothing-here.gguf")
 
     assert "nothing-here.gguf" in str(raised.value) and REPO in str(raised.value) and "404" in str(raised.value)
-    assert leftovers(tmp_path) == []
+    assert [name for name in leftovers(tmp_path) if "blobs" in name or "snapshots" in name] == []
 
 
-async def test_access_and_server_errors(hub: Hub, tmp_path: Path) -> None:
+async def test_access_and_request_errors(hub: Hub, tmp_path: Path) -> None:
+    hub.fail(REPO, "gated.gguf", 401, "GatedRepo")
+    hub.fail(REPO, "odd.gguf", 400)
     with pytest.raises(ConfigurationError, match="gated or private"):
         await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint}, file="gated.gguf")
     with pytest.raises(ProviderError) as raised:
-        await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint}, file="boom.gguf")
-    assert raised.value.status == 503 and raised.value.retryable
-    assert leftovers(tmp_path) == []
+        await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint}, file="odd.gguf")
+    assert raised.value.status == 400 and not raised.value.retryable
 
 
-async def test_redirects_are_followed(hub: Hub, tmp_path: Path) -> None:
-    path = await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint}, file="moved.gguf")
-
-    assert path.name == "moved.gguf" and path.read_bytes() == CONTENT
-    assert hub.requests == [f"/{REPO}/resolve/main/moved.gguf", f"/cdn/{FILE}"]
-
-
-async def test_a_dropped_connection_leaves_no_file_in_the_cache(hub: Hub, tmp_path: Path) -> None:
-    async def half_then_hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def test_an_endpoint_that_is_not_a_hub_is_named(tmp_path: Path) -> None:
+    async def plain_web_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(CONTENT))
-        writer.write(CONTENT[: len(CONTENT) // 2])
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
         await writer.drain()
         writer.close()
-        await writer.wait_closed()
 
-    server = await asyncio.start_server(half_then_hang_up, "127.0.0.1", 0)
+    server = await asyncio.start_server(plain_web_server, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
-        with pytest.raises(ProviderError, match=FILE) as raised:
+        with pytest.raises(ProviderError, match="X-Repo-Commit"):
             await resolve(tmp_path, {"HF_ENDPOINT": f"http://127.0.0.1:{port}"})
     finally:
         server.close()
         await server.wait_closed()
-
-    assert raised.value.retryable
-    assert leftovers(tmp_path) == []
-    # The next attempt starts afresh and succeeds.
-    assert (await resolve(tmp_path, {"HF_ENDPOINT": hub.endpoint})).read_bytes() == CONTENT
 
 
 async def test_a_configured_path_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,8 +264,8 @@ async def test_malformed_hugging_face_settings(
         await resolve(tmp_path, {"HF_ENDPOINT": "http://127.0.0.1:9"}, repo=repo, file=file)
 
 
-def test_files_in_repository_folders_keep_their_folder(tmp_path: Path) -> None:
-    assert cached_model_path(tmp_path, REPO, "q4/tiny.gguf") == tmp_path / "someone--tiny-GGUF" / "q4" / "tiny.gguf"
+def test_nothing_cached_is_none_and_the_legacy_folder_is_in_the_home(tmp_path: Path) -> None:
+    assert cached_model_path(REPO, "q4/tiny.gguf", cache_dir=tmp_path) is None
     assert default_model_cache(tmp_path) == tmp_path / ".ironhive" / "models"
 
 
