@@ -77,10 +77,10 @@ class ExploreSiteTool:
             "robots": _robots_json(robots_url, fetched.ok, fetched.status, robots),
         }
         if validated.boolean("include_sitemap", default=True) and self._max_entries > 0:
-            result.update(await self._sitemaps(list(robots.sitemaps), f"{origin}/sitemap.xml"))
+            result.update(await self._sitemaps(list(robots.sitemaps), f"{origin}/sitemap.xml", robots))
         return json.dumps(result, indent=2, ensure_ascii=False)
 
-    async def _sitemaps(self, listed: list[str], fallback: str) -> dict[str, JsonValue]:
+    async def _sitemaps(self, listed: list[str], fallback: str, robots: RobotsFile) -> dict[str, JsonValue]:
         guessed = not listed
         queue = deque(listed or [fallback])
         seen: set[str] = set()
@@ -121,7 +121,7 @@ class ExploreSiteTool:
             truncated = truncated or document.more  # a file cut short by the size cap or broken midway
         result: dict[str, JsonValue] = {
             "sitemaps": documents,
-            "sitemapEntries": [_entry_json(entry) for entry in entries],
+            "sitemapEntries": [_entry_json(entry, robots) for entry in entries],
             "sitemapEntryCount": len(entries),
             "truncated": truncated,
         }
@@ -156,8 +156,10 @@ def _robots_json(url: str, found: bool, status: int, robots: RobotsFile) -> dict
     return robots_json
 
 
-def _entry_json(entry: SitemapEntry) -> dict[str, JsonValue]:
+def _entry_json(entry: SitemapEntry, robots: RobotsFile) -> dict[str, JsonValue]:
     item: dict[str, JsonValue] = {"url": entry.url}
+    if not robots.can_fetch(entry.url):
+        item["robotsDisallowed"] = True  # robots.txt asks ironhive not to fetch it
     if entry.last_modified is not None:
         item["lastModified"] = entry.last_modified
     if entry.change_frequency is not None:

@@ -1,20 +1,27 @@
-"""Parsers of a site's map: robots.txt (groups, rules, ``Sitemap:`` lines) and sitemaps (url sets and indexes)."""
+"""A site's map: robots.txt (protego's decisions, its groups, ``Sitemap:`` lines) and sitemaps (url sets, indexes)."""
 
 from __future__ import annotations
 
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urljoin
 from xml.etree.ElementTree import Element, ParseError, XMLPullParser
+
+if TYPE_CHECKING:
+    from protego import Protego
 
 _DECLARATIONS = re.compile(rb"<!(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 
+ROBOTS_AGENT = "ironhive"
+"""The product token robots.txt groups are matched against (``User-agent: ironhive``)."""
+
+
 @dataclass(kw_only=True, slots=True)
 class RobotsGroup:
-    """One group of robots.txt: the user agents it names and their rules."""
+    """One group of robots.txt as written: the user agents it names and their rules (for showing them)."""
 
     user_agents: list[str] = field(default_factory=list)
     disallow: list[str] = field(default_factory=list)
@@ -24,31 +31,47 @@ class RobotsGroup:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RobotsFile:
-    """A parsed robots.txt."""
+    """A parsed robots.txt: its groups as written, its sitemaps, and the decisions of protego's RFC 9309 matcher."""
 
     sitemaps: tuple[str, ...] = ()
     groups: tuple[RobotsGroup, ...] = ()
+    rules: Protego | None = field(default=None, repr=False, compare=False)
+
+    def can_fetch(self, url: str, user_agent: str = ROBOTS_AGENT) -> bool:
+        """Whether the rules let ``user_agent`` fetch ``url``: the most specific group naming the agent (else ``*``),
+        and in it the longest matching rule (``*`` and ``$`` patterns included), ``Allow`` winning a tie. No rules
+        (no robots.txt) allow everything."""
+        return self.rules is None or self.rules.can_fetch(url, user_agent)
+
+    def crawl_delay(self, user_agent: str = ROBOTS_AGENT) -> float | None:
+        """The seconds ``user_agent`` should wait between requests, if its group says."""
+        return None if self.rules is None else self.rules.crawl_delay(user_agent)
 
 
 def parse_robots(text: str, robots_url: str) -> RobotsFile:
-    """Parse robots.txt (RFC 9309): ``User-agent`` lines open a group, ``Allow``/``Disallow``/``Crawl-delay`` belong to
-    it, ``Sitemap`` lines are global (relative ones resolved against ``robots_url``). Comments and unknown lines are
-    ignored, and so are rules before the first ``User-agent``.
+    """Parse robots.txt (RFC 9309) with protego, and list its groups as written for showing them.
+
+    ``User-agent`` lines open a group, ``Allow``/``Disallow``/``Crawl-delay`` belong to it, ``Sitemap`` lines are
+    global (relative ones resolved against ``robots_url``). Comments and unknown lines are ignored, and so are rules
+    before the first ``User-agent``.
     """
-    sitemaps: list[str] = []
+    from protego import Protego  # only explore_site reads robots.txt
+
+    rules = Protego.parse(text)
+    sitemaps = (urljoin(robots_url, value.strip()) for value in rules.sitemaps if value.strip())
+    return RobotsFile(sitemaps=tuple(dict.fromkeys(sitemaps)), groups=tuple(_groups(text)), rules=rules)
+
+
+def _groups(text: str) -> list[RobotsGroup]:
     groups: list[RobotsGroup] = []
     current: RobotsGroup | None = None
     has_rules = False
     for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        key, colon, value = line.partition(":")
+        key, colon, value = raw.split("#", 1)[0].strip().partition(":")
         if not colon:
             continue
         key, value = key.strip().lower(), value.strip()
-        if key == "sitemap":
-            if value:
-                sitemaps.append(urljoin(robots_url, value))
-        elif key == "user-agent":
+        if key == "user-agent":
             if current is None or has_rules:
                 current = RobotsGroup()
                 groups.append(current)
@@ -61,7 +84,7 @@ def parse_robots(text: str, robots_url: str) -> RobotsFile:
                 current.crawl_delay = _number(value)
             elif value:
                 (current.allow if key == "allow" else current.disallow).append(value)
-    return RobotsFile(sitemaps=tuple(dict.fromkeys(sitemaps)), groups=tuple(groups))
+    return groups
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

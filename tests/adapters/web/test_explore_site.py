@@ -10,7 +10,7 @@ import pytest
 
 from ironhive.adapters.web.explore import ExploreSiteTool
 from ironhive.adapters.web.http import WebClient
-from ironhive.adapters.web.site import SitemapEntry, SitemapError, parse_robots, read_sitemap
+from ironhive.adapters.web.site import RobotsFile, SitemapEntry, SitemapError, parse_robots, read_sitemap
 from ironhive.domain.errors import ToolArgumentError, ToolError
 from tests.support.web_fakes import WebFake, gzipped
 
@@ -216,3 +216,72 @@ def test_sitemap_limit_relative_locations_and_gzip() -> None:
     assert document.more is True
     with pytest.raises(SitemapError, match=r"is not well-formed XML"):
         read_sitemap(b"not xml", limit=5, base_url="https://example.org/")
+
+
+# --- robots.txt decisions (protego, RFC 9309) ------------------------------------------------------------------------
+
+DECISIONS = """\
+User-agent: *
+Disallow: /private/
+Allow: /private/public-note.html
+Disallow: /*.pdf$
+Crawl-delay: 2
+
+User-agent: ironhive
+User-agent: OtherBot
+Disallow: /drafts/
+Allow: /drafts/published/
+Crawl-delay: 0.5
+
+User-agent: BadBot
+Disallow: /
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "agent", "allowed"),
+    [
+        # ironhive has its own group: only that group's rules apply, not those of "*".
+        ("/private/secret.html", "ironhive", True),
+        ("/drafts/plan.html", "ironhive", False),
+        ("/drafts/published/plan.html", "ironhive", True),  # the longer Allow overrides the Disallow
+        ("/drafts/plan.html", "Mozilla/5.0 (compatible; OtherBot/2.1)", False),
+        # Any other agent falls back to "*".
+        ("/private/secret.html", "SomeCrawler", False),
+        ("/private/public-note.html", "SomeCrawler", True),
+        ("/docs/manual.pdf", "SomeCrawler", False),
+        ("/docs/manual.pdf?download=1", "SomeCrawler", True),  # "$" anchors the end
+        ("/drafts/plan.html", "SomeCrawler", True),
+        ("/", "BadBot", False),
+        ("/robots.txt", "BadBot", True),
+    ],
+)
+def test_robots_decisions_follow_groups_and_the_longest_rule(path: str, agent: str, allowed: bool) -> None:
+    robots = parse_robots(DECISIONS, "https://example.org/robots.txt")
+    assert robots.can_fetch(f"https://example.org{path}", agent) is allowed
+
+
+def test_crawl_delay_is_the_matching_groups_and_no_robots_allows_everything() -> None:
+    robots = parse_robots(DECISIONS, "https://example.org/robots.txt")
+    assert robots.crawl_delay() == 0.5
+    assert robots.crawl_delay("SomeCrawler") == 2.0
+    assert robots.crawl_delay("BadBot") is None
+    empty = RobotsFile()
+    assert empty.can_fetch("https://example.org/anything") and empty.crawl_delay() is None
+
+
+async def test_sitemap_entries_robots_disallows_for_ironhive_are_marked() -> None:
+    async with WebFake() as fake:
+        base = fake.base_url
+        fake.add_page(
+            "/robots.txt",
+            f"User-agent: ironhive\nDisallow: /drafts/\nSitemap: {base}/s.xml\n",
+            content_type="text/plain",
+        )
+        fake.add_page("/s.xml", urlset("/drafts/a", "/docs", base=base), content_type="application/xml")
+        result = json.loads(await ExploreSiteTool(WebClient()).invoke({"base_url": base}))
+
+    assert [(item["url"], item.get("robotsDisallowed")) for item in result["sitemapEntries"]] == [
+        (f"{base}/drafts/a", True),
+        (f"{base}/docs", None),
+    ]
