@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import itertools
 import json
 import logging
 import random
-import re
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass, replace
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Coroutine
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import aiohttp
+import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from ironhive.adapters.retry_after import retry_after_for_status
@@ -49,8 +48,9 @@ _POST_TIMEOUT = aiohttp.ClientTimeout(total=60, sock_connect=10)
 # The inbox is a long-lived stream that may be quiet for as long as nobody types: no read timeout.
 _STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=None)
 _NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_DIGITS = re.compile(r"[0-9]+")
+# An inbox event over the protocol's line limit is answered as unreadable and reading goes on; one this many times over
+# it ends the inbox (the decoder keeps no more of it in memory, and cannot find the next event past it).
+_EVENT_LIMIT_FACTOR = 4
 
 
 class HostConnectionError(IronHiveError):
@@ -65,128 +65,39 @@ class HostConnectionError(IronHiveError):
         self.status = status
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
-    """One dispatched server-sent event.
+async def decode_event_stream(
+    chunks: AsyncIterable[bytes], *, url: str, max_event_bytes: int | None = None
+) -> AsyncGenerator[httpx2.ServerSentEvent, None]:
+    """The events of a ``text/event-stream`` body, decoded by httpx2's SSE decoder (derived from httpx-sse).
 
-    Attributes:
-        data: The event's data lines joined with ``\\n``; None when the block carried no data (only ``id``/``retry``).
-        last_event_id: The stream's last event id once this event is dispatched ("" when none).
-        too_long: The data (or one of its lines) exceeded the decoder's limit and was discarded.
-    """
-
-    data: str | None
-    last_event_id: str
-    too_long: bool = False
-
-
-class SseDecoder:
-    """Incremental ``text/event-stream`` parser following the WHATWG HTML event-stream rules.
-
-    Lines end with CRLF, LF or CR (also when split across chunks); a leading BOM is dropped; the text is decoded as
-    UTF-8 with replacement. ``data`` lines accumulate (joined with ``\\n``) until a blank line dispatches the event;
-    ``id`` sets the last event id (ignored when it holds NUL); ``retry`` with ASCII digits only sets :attr:`retry_ms`;
-    ``event`` names and unknown fields are ignored, as are ``:`` comments. A block that the stream cuts off before its
-    blank line is never dispatched.
+    It follows the WHATWG event-stream rules: lines end with CRLF, LF or CR (also when split across chunks), a leading
+    BOM is dropped, ``:`` comments are ignored, ``data`` lines are joined with ``\\n``, the last ``id`` persists from
+    event to event (one holding NUL is ignored) and a block the stream cuts off before its blank line is never
+    dispatched. The body is read as UTF-8 with replacement, whatever its ``Content-Type`` says.
 
     Args:
-        last_event_id: The id to start from (the previous connection's).
-        max_chars: Longest data (and longest line) kept; longer ones are discarded and the event marked ``too_long``.
+        chunks: The body as it arrives (e.g. an aiohttp response's ``content.iter_any()``).
+        url: Where the body comes from (named by the decoder's errors).
+        max_event_bytes: The most bytes one event may hold; None for no limit.
+
+    Raises:
+        httpx2.SSEError: An event grew past ``max_event_bytes`` (raised while iterating).
     """
-
-    def __init__(self, *, last_event_id: str = "", max_chars: int = DEFAULT_PROTOCOL.max_line_bytes) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._max = max_chars
-        self._started = False
-        self._after_cr = False
-        self._partial: list[str] = []
-        self._partial_chars = 0
-        self._overflow_head: str | None = None  # set while discarding an overlong line (its first characters)
-        self._data: list[str] = []
-        self._data_chars = 0
-        self._too_long = False
-        self._id_buffer = last_event_id
-        self.last_event_id = last_event_id
-        self.retry_ms: int | None = None
-
-    def feed(self, chunk: bytes) -> list[SseEvent]:
-        """Consume a chunk of the stream; returns the events it completes, in order."""
-        text = self._decoder.decode(chunk)
-        if not self._started and text:
-            self._started = True
-            text = text.removeprefix("\ufeff")
-        if self._after_cr and text:
-            self._after_cr = False
-            if text.startswith("\n"):
-                text = text[1:]  # the LF of a CRLF whose CR ended the previous chunk
-        if not text:
-            return []
-        self._after_cr = text.endswith("\r")
-        *complete, rest = _LINE_BREAK.split(text)
-        events: list[SseEvent] = []
-        for piece in complete:
-            line = self._take_partial(piece)
-            event = self._line(line) if line is not None else None
-            if event is not None:
-                events.append(event)
-        self._keep_partial(rest)
-        return events
-
-    def _take_partial(self, piece: str) -> str | None:
-        if self._overflow_head is not None:
-            if self._overflow_head.startswith("data"):
-                self._too_long = True
-            self._overflow_head = None
-            return None
-        line = "".join(self._partial) + piece
-        self._partial.clear()
-        self._partial_chars = 0
-        return line
-
-    def _keep_partial(self, rest: str) -> None:
-        if self._overflow_head is not None or not rest:
-            return
-        self._partial.append(rest)
-        self._partial_chars += len(rest)
-        if self._partial_chars > self._max + 16:  # room for the field name
-            self._overflow_head = "".join(self._partial)[:8]
-            self._partial.clear()
-            self._partial_chars = 0
-
-    def _line(self, line: str) -> SseEvent | None:
-        if not line:
-            return self._dispatch()
-        if line.startswith(":"):
-            return None
-        name, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            self._data_chars += len(value) + 1
-            if self._data_chars > self._max + 1:
-                self._too_long = True
-                self._data.clear()
-            elif not self._too_long:
-                self._data.append(value)
-        elif name == "id":
-            if "\0" not in value:
-                self._id_buffer = value
-        elif name == "retry" and _DIGITS.fullmatch(value):
-            self.retry_ms = int(value)
-        return None
-
-    def _dispatch(self) -> SseEvent | None:
-        self.last_event_id = self._id_buffer
-        had_data = self._data_chars > 0
-        event = SseEvent(
-            data="\n".join(self._data) if had_data and not self._too_long else None,
-            last_event_id=self.last_event_id,
-            too_long=self._too_long,
-        )
-        self._data.clear()
-        self._data_chars = 0
-        self._too_long = False
-        return event
+    response = httpx2.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        content=chunks,
+        request=httpx2.Request("GET", url),
+        default_encoding="utf-8-sig",  # the event stream's encoding, its one optional BOM dropped
+    )
+    events = aiter(httpx2.EventSource(response, max_event_size=max_event_bytes))
+    try:
+        async for event in events:
+            yield event
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 class _Transient(Exception):
@@ -257,12 +168,14 @@ class AgentHttpRunner:
     unreachable host fails the runner at once.
 
     Inbox: when the stream ends without ``shutdown`` or fails transiently (network error, 408, 429, 5xx) the runner
-    reconnects after ``initial_backoff`` seconds, doubling up to ``max_backoff`` (a ``retry:`` field from the host
-    replaces the starting delay; a ``Retry-After`` on 429/503 replaces one wait), sending ``Last-Event-ID``. Turns go on
-    and their events queue while it is down. More than ``max_reconnect_attempts`` consecutive failures (the count
-    restarts whenever a request arrives) or any other 4xx fail the runner. SSE ``event:`` names are ignored (every
-    event's data is one request, as the original runner read them); an unreadable request is answered with an
-    ``error`` event and reading goes on.
+    reconnects after ``initial_backoff`` seconds, doubling up to ``max_backoff``, each wait shortened at random by up
+    to :data:`RETRY_JITTER` of itself (a ``retry:`` field from the host replaces the starting delay; a ``Retry-After``
+    on 429/503 replaces one wait), sending ``Last-Event-ID``. Turns go on and their events queue while it is down. More
+    than ``max_reconnect_attempts`` consecutive failures (the count restarts whenever a request arrives) or any other
+    4xx fail the runner. The stream is decoded by :func:`decode_event_stream`. SSE ``event:`` names are ignored (every
+    event's data is one request, as the original runner read them); an unreadable or overlong request is answered
+    with an ``error`` event and reading goes on, but an event over four times the protocol's line limit ends the
+    runner (it is not kept in memory, so the stream cannot be read past it).
 
     Events: one sender posts them in order, one event object per POST as the original runner did. A host that reads
     arrays may ask for batches (``max_batch_events`` > 1): several queued events then go as one JSON array. Transient
@@ -502,8 +415,10 @@ class AgentHttpRunner:
         headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
         if self._last_event_id:
             headers["Last-Event-ID"] = self._last_event_id
+        url = f"{self._base}/inbox"
+        limit = self._protocol.max_line_bytes * _EVENT_LIMIT_FACTOR
         try:
-            async with http.get(f"{self._base}/inbox", headers=headers, timeout=_STREAM_TIMEOUT) as response:
+            async with http.get(url, headers=headers, timeout=_STREAM_TIMEOUT) as response:
                 status = response.status
                 if not 200 <= status < 300:
                     if is_transient(status):
@@ -512,24 +427,31 @@ class AgentHttpRunner:
                     raise HostConnectionError(
                         f"The host refused the inbox of session {self._session_id} with HTTP {status}", status=status
                     )
-                decoder = SseDecoder(last_event_id=self._last_event_id, max_chars=self._protocol.max_line_bytes)
-                async for chunk in response.content.iter_any():
-                    for event in decoder.feed(chunk):
+                ids_seen = False  # the decoder starts each connection without an id: until the host sends one, the
+                # previous connection's id stays the last one (as an EventSource keeps it across reconnects)
+                events = decode_event_stream(response.content.iter_any(), url=url, max_event_bytes=limit)
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        if event.id or ids_seen:
+                            ids_seen, self._last_event_id = True, event.id
                         if not await self._dispatch(event, session):
                             return True
-                    if decoder.retry_ms is not None:
-                        self._follow_retry_field(decoder.retry_ms)
                 return False
+        except httpx2.SSEError as error:
+            raise HostConnectionError(
+                f"The inbox of session {self._session_id} cannot be read past an event of more than {limit} bytes"
+            ) from error
         except _NETWORK_ERRORS as error:
             raise _Transient(_describe(error)) from None
 
-    async def _dispatch(self, event: SseEvent, session: TurnSession) -> bool:
-        self._last_event_id = event.last_event_id
-        if event.too_long:
+    async def _dispatch(self, event: httpx2.ServerSentEvent, session: TurnSession) -> bool:
+        if event.retry is not None and event.retry >= 0:
+            self._follow_retry_field(event.retry)
+        if len(event.data.encode()) > self._protocol.max_line_bytes:
             self._inbox_progress = True
             await session.report_unreadable(f"the request is longer than {self._protocol.max_line_bytes} bytes")
             return True
-        if event.data is None or not event.data.strip():
+        if not event.data.strip():
             return True  # an id-only block or an empty keep-alive
         self._inbox_progress = True
         try:

@@ -18,8 +18,6 @@ from ironhive.adapters.server.http_runner import (
     MAX_BATCH_EVENTS,
     AgentHttpRunner,
     HostConnectionError,
-    SseDecoder,
-    SseEvent,
 )
 from ironhive.adapters.server.turns import ProcessMessage
 from ironhive.domain.agent_loop import AgentLoop
@@ -561,6 +559,37 @@ async def test_an_overlong_request_is_reported(host: LoopbackAgentHost) -> None:
     ]
 
 
+async def test_an_event_far_over_the_limit_ends_the_runner_with_a_clear_error(host: LoopbackAgentHost) -> None:
+    protocol = DEFAULT_PROTOCOL.with_max_line_bytes(100)
+    await host.send(SID, UserMessageRequest(content="x" * 1000))
+    async with running(runner_for(host, echo, protocol=protocol)) as task:
+        with pytest.raises(HostConnectionError, match="cannot be read past an event of more than 400 bytes"):
+            await asyncio.wait_for(task, 5)
+    assert host.agent(SID).events == []
+
+
+async def test_the_last_event_id_outlives_a_connection_whose_events_carry_none(host: LoopbackAgentHost) -> None:
+    runner = runner_for(host, echo)
+    async with running(runner) as task:
+        await host.send(SID, UserMessageRequest(content="one"))  # id 1
+        await host.wait_for_turn_ends(SID, 1)
+        await host.drop_inbox(SID)
+        await host.wait_until(lambda: host.agent(SID).open_streams == 1)
+        await host.send_raw(SID, 'data: {"type":"user_message","content":"two"}\n\n')  # no id
+        await host.wait_for_turn_ends(SID, 2)
+        assert runner.last_event_id == "1"
+        await host.send(SID, UserMessageRequest(content="three"))  # id 2
+        await host.wait_for_turn_ends(SID, 3)
+        assert runner.last_event_id == "2"
+        # An empty id after this connection sent one clears the id.
+        await host.send_raw(SID, 'id\ndata: {"type":"user_message","content":"four"}\n\n')
+        await host.wait_for_turn_ends(SID, 4)
+        assert runner.last_event_id == ""
+        await host.send(SID, ShutdownRequest())
+        await asyncio.wait_for(task, 5)
+    assert host.agent(SID).inbox_last_event_ids[:2] == [None, "1"]
+
+
 # --- lifecycle --------------------------------------------------------------------------------------------------------
 
 
@@ -618,65 +647,3 @@ async def test_a_bridge_attached_elsewhere_fails_the_start_cleanly(host: Loopbac
 def test_bad_arguments_are_refused(url: str, session_id: str, options: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         AgentHttpRunner(url, session_id, echo, **options)  # type: ignore[arg-type]
-
-
-# --- pure parts: SSE decoding and Retry-After -------------------------------------------------------------------------
-
-STREAM = (
-    "\ufeff: hello\r\n"
-    "retry: 1500\r\n"
-    "id: 1\r\n"
-    'data: {"a":1}\r\n'
-    "\r\n"
-    "event: other\n"
-    "data:first\n"
-    "data:  second\n"
-    "data\n"
-    "\n"
-    "id: 2\rdata: é→\r\r"
-    "id\n"
-    "\n"
-    "id: bad\0id\n"
-    "retry: 12x\n"
-    "data: cut off"
-).encode()
-
-EXPECTED = [
-    SseEvent(data='{"a":1}', last_event_id="1"),
-    SseEvent(data="first\n second\n", last_event_id="1"),
-    SseEvent(data="é→", last_event_id="2"),
-    SseEvent(data=None, last_event_id=""),
-]
-
-
-def decode(chunks: list[bytes]) -> tuple[list[SseEvent], SseDecoder]:
-    decoder = SseDecoder()
-    events = [event for chunk in chunks for event in decoder.feed(chunk)]
-    return events, decoder
-
-
-def test_sse_decoding_follows_the_event_stream_rules() -> None:
-    events, decoder = decode([STREAM])
-    assert events == EXPECTED
-    assert decoder.retry_ms == 1500  # "12x" is not all digits: ignored
-    assert decoder.last_event_id == ""  # the NUL-carrying id was ignored
-
-
-def test_sse_decoding_does_not_depend_on_how_the_stream_is_cut() -> None:
-    assert decode([STREAM[i : i + 1] for i in range(len(STREAM))])[0] == EXPECTED
-    for cut in range(1, len(STREAM)):
-        assert decode([STREAM[:cut], STREAM[cut:]])[0] == EXPECTED, cut
-
-
-def test_sse_decoding_marks_overlong_data_and_lines() -> None:
-    decoder = SseDecoder(max_chars=10)
-    assert decoder.feed(b"data: 12345\ndata: 678901\n\ndata: ok\n\n") == [
-        SseEvent(data=None, last_event_id="", too_long=True),
-        SseEvent(data="ok", last_event_id=""),
-    ]
-    long_line = b"data: " + b"y" * 100
-    assert decoder.feed(long_line[:50]) == []
-    assert decoder.feed(long_line[50:] + b"\n\n: " + b"z" * 100 + b"\ndata: fine\n\n") == [
-        SseEvent(data=None, last_event_id="", too_long=True),
-        SseEvent(data="fine", last_event_id=""),
-    ]
