@@ -17,9 +17,6 @@ from ironhive.ports.chat import JsonValue, ToolSpec
 MAX_TEXT_BYTES = 1024 * 1024
 """The largest file the file tools read or edit whole (1 MB)."""
 
-SKIPPED_DIRECTORIES = frozenset({".git"})
-"""Directories the listing and search tools never enter."""
-
 _SNIFF_BYTES = 8192
 
 

@@ -1,28 +1,51 @@
-"""Glob patterns for the search tools, and the walk of a directory tree that judges every entry by the read rules."""
+"""Glob patterns for the search tools, and the directory walk that judges every entry by the read and ignore rules."""
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ironhive.adapters.tools.base import SKIPPED_DIRECTORIES, ReadRules
+from ironhive.adapters.tools.base import ReadRules
+from ironhive.adapters.tools.ignore_files import Levels, ignored_by_files, ignored_by_name, levels_above, read_level
 from ironhive.adapters.tools.safe_open import open_directory
 from ironhive.domain.errors import ToolError
 from ironhive.domain.permissions.rules import PermissionAction
 
 
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """Compile a glob over ``/``-separated relative paths into a regex to ``fullmatch``.
+class GlobMatcher:
+    """A compiled glob over ``/``-separated relative paths (see ``compile_glob``)."""
 
-    ``*`` and ``?`` stay within one path segment, ``[...]`` is a character class, and a ``**`` segment matches any
-    number of directories (zero included), so ``**/*.py`` also matches ``setup.py``. As the last segment ``**``
-    matches everything below.
+    __slots__ = ("_matcher", "pattern")
+
+    def __init__(self, pattern: str, normalized: str) -> None:
+        # Imported on first use: a run that globs nothing does not pay for it.
+        from wcmatch import glob
+        from wcmatch._wcparse import PatternLimitException  # raised by glob.compile, exported nowhere else
+
+        self.pattern = pattern
+        try:
+            self._matcher = glob.compile(normalized, flags=glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE | glob.CASE)
+        except PatternLimitException:
+            raise ToolError(f"Pattern '{pattern}' expands to too many patterns; use fewer braces") from None
+        except ValueError as exc:
+            raise ToolError(f"Invalid glob pattern '{pattern}': {exc}") from None
+
+    def matches(self, relative: str) -> bool:
+        """Whether the whole relative path matches."""
+        return bool(self._matcher.match(relative))
+
+
+def compile_glob(pattern: str) -> GlobMatcher:
+    """Compile a glob over ``/``-separated relative paths (wcmatch, case-sensitive, names starting with ``.`` too).
+
+    ``*`` and ``?`` stay within one path segment, ``[...]`` is a character class (``[!...]`` negated), ``{a,b}``
+    expands, and a ``**`` segment matches any number of directories (zero included), so ``**/*.py`` also matches
+    ``setup.py``. As the last segment ``**`` matches everything below.
 
     Raises:
-        ToolError: The pattern is empty, absolute, or climbs out of the search directory with ``..``.
+        ToolError: The pattern is empty, absolute, climbs out of the search directory with ``..``, or is malformed.
     """
     text = pattern.strip()
     if text.startswith("/"):
@@ -32,49 +55,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
         raise ToolError("The glob pattern is empty")
     if ".." in segments:
         raise ToolError(f"Pattern '{pattern}' climbs out of the search directory; put the directory in 'path' instead")
-    regex = ""
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            regex += ".*" if last else "(?:[^/]+/)*"
-        else:
-            regex += _translate_segment(segment) + ("" if last else "/")
-    return re.compile(regex, re.DOTALL)
-
-
-def _translate_segment(segment: str) -> str:
-    out: list[str] = []
-    index = 0
-    length = len(segment)
-    while index < length:
-        char = segment[index]
-        index += 1
-        if char == "*":
-            if not out or out[-1] != "[^/]*":
-                out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = index
-            if end < length and segment[end] == "!":
-                end += 1
-            if end < length and segment[end] == "]":
-                end += 1
-            while end < length and segment[end] != "]":
-                end += 1
-            if end >= length:
-                out.append(re.escape(char))
-                continue
-            body = segment[index:end].replace("\\", "\\\\")
-            index = end + 1
-            if body.startswith("!"):
-                out.append(f"[^/{body[1:]}]")
-            else:
-                # A leading "^" is a literal in glob syntax but negation in a regex class.
-                out.append("[" + ("\\" + body if body.startswith("^") else body) + "]")
-        else:
-            out.append(re.escape(char))
-    return "".join(out)
+    return GlobMatcher(pattern, "/".join(segments))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -103,25 +84,32 @@ class WalkEntry:
 
 @dataclass(slots=True)
 class Walk:
-    """A walk of a directory tree that shows only what the read rules allow, and counts what it left out.
+    """A walk of a directory tree showing what the read rules allow and the ignore rules keep; it counts the rest.
 
     Regular files and links show only when the read rules allow reading them outright (a walk cannot ask); a
-    directory shows, and is entered, unless the rules deny it. ``.git`` is skipped without being counted. Directories
-    are entered through descriptors opened with ``O_NOFOLLOW`` from ``/`` (``safe_open``), so the walk never follows
-    a link, not even one swapped in while it runs; a link is shown (by name, when allowed) and never entered.
+    directory shows, and is entered, unless the rules deny it. Unless ``include_ignored``, what the ignore files and
+    the built-in list ignore (``ironhive.adapters.tools.ignore_files``) is left out first and counted in ``ignored``,
+    apart from what the read rules hide (``hidden``). Directories are entered through descriptors opened with
+    ``O_NOFOLLOW`` from ``/`` (``safe_open``), so the walk never follows a link, not even one swapped in while it
+    runs; a link is shown (by name, when allowed) and never entered.
 
     Args:
         base: The canonical absolute path of the directory to walk.
         shown: How the model named it, for error messages.
         rules: The read rules.
         recursive: Walk every level below ``base``, not just its entries.
+        root: The canonical working directory: its ignore files apply to a walk below it outside any git work tree.
+        include_ignored: Show ignored entries too.
     """
 
     base: str
     shown: str
     rules: ReadRules
     recursive: bool = True
+    root: str | None = None
+    include_ignored: bool = False
     hidden: int = field(default=0, init=False)
+    ignored: int = field(default=0, init=False)
 
     def entries(self) -> Iterator[WalkEntry]:
         """Every entry shown, directory by directory in name order: a directory's files, then its subdirectories.
@@ -130,10 +118,11 @@ class Walk:
             OSError: The base directory cannot be opened (missing, not a directory).
             LinkAppearedError: A link stands on the way to the base directory.
         """
-        pending = [("", self.base)]
+        above: Levels = () if self.include_ignored else levels_above(self.base, self.root or self.base, self.rules)
+        pending = [("", self.base, above)]
         first = True
         while pending:
-            prefix, directory = pending.pop()
+            prefix, directory, inherited = pending.pop()
             try:
                 descriptor = open_directory(directory, self.shown)
             except (OSError, ToolError):
@@ -142,21 +131,26 @@ class Walk:
                 continue  # changed or vanished while walking: left out, as a link swapped in must be
             first = False
             try:
-                files, subdirectories = self._read_directory(descriptor, prefix, directory)
+                files, subdirectories, levels = self._read_directory(descriptor, prefix, directory, inherited)
                 yield from files
                 yield from subdirectories
             finally:
                 os.close(descriptor)
             if self.recursive:
                 pending.extend(
-                    (entry.relative + "/", entry.full) for entry in reversed(subdirectories) if not entry.link
+                    (entry.relative + "/", entry.full, levels) for entry in reversed(subdirectories) if not entry.link
                 )
 
-    def _read_directory(self, descriptor: int, prefix: str, directory: str) -> tuple[list[WalkEntry], list[WalkEntry]]:
+    def _read_directory(
+        self, descriptor: int, prefix: str, directory: str, inherited: Levels
+    ) -> tuple[list[WalkEntry], list[WalkEntry], Levels]:
         files: list[WalkEntry] = []
         subdirectories: list[WalkEntry] = []
         with os.scandir(descriptor) as scan:
             names = sorted(entry.name for entry in scan)
+        levels = inherited
+        if not self.include_ignored and (".gitignore" in names or ".ignore" in names):
+            levels += read_level(descriptor, directory, self.rules)
         for name in names:
             full = os.path.join(directory, name)
             try:
@@ -165,7 +159,11 @@ class Walk:
                 continue  # gone meanwhile
             link = stat.S_ISLNK(status.st_mode)
             is_directory = stat.S_ISDIR(status.st_mode)
-            if is_directory and name in SKIPPED_DIRECTORIES:
+            if not self.include_ignored and (
+                (is_directory and ignored_by_name(descriptor, name))
+                or ignored_by_files(levels, full, name, is_directory)
+            ):
+                self.ignored += 1
                 continue
             action = self.rules.judge_read(full)
             if action is PermissionAction.DENY or (action is not PermissionAction.ALLOW and not is_directory):
@@ -188,4 +186,4 @@ class Walk:
                 size=status.st_size,
             )
             (subdirectories if is_directory else files).append(entry)
-        return files, subdirectories
+        return files, subdirectories, levels

@@ -13,7 +13,8 @@ from typing import ClassVar
 
 from ironhive.adapters.tools.arguments import Arguments, object_schema
 from ironhive.adapters.tools.base import AllowAllReads, BuiltInTool, ReadRules, human_size, looks_binary, text_encoding
-from ironhive.adapters.tools.globbing import Walk, compile_glob
+from ironhive.adapters.tools.globbing import GlobMatcher, Walk, compile_glob
+from ironhive.adapters.tools.ignore_files import IGNORED_NOTE
 from ironhive.adapters.tools.safe_open import open_file
 from ironhive.domain.errors import ToolError
 from ironhive.domain.permissions.paths import ResolvedPath
@@ -37,16 +38,28 @@ _DIRECTORY = "Directory to search, relative to the working directory or absolute
 _READ_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _walk(base: ResolvedPath, shown: str, rules: ReadRules, *, recursive: bool = True) -> Walk:
-    if not os.path.lexists(base.full):
-        raise ToolError(f"Directory not found: {shown}")
-    if not base.directory:
-        raise ToolError(f"Not a directory: {shown}")
-    return Walk(base=base.full, shown=shown, rules=rules, recursive=recursive)
+_INCLUDE_IGNORED: dict[str, JsonValue] = {
+    "type": "boolean",
+    "default": False,
+    "description": (
+        "Include what .gitignore and .ignore files ignore and the built-in list (.git, node_modules, virtualenvs, "
+        "__pycache__), which are left out by default."
+    ),
+}
 
 
 def _hidden_note(count: int, what: str) -> str:
     return f"({count} {what} not shown: the read permission rules do not allow them without asking)"
+
+
+def _notes(ignored: int, hidden: int, what: str) -> list[str]:
+    """The lines saying what a walk left out: ignored entries and, apart, entries the read rules hide."""
+    notes = []
+    if ignored:
+        notes.append(f"({ignored} {what} ignored {IGNORED_NOTE} left out; include_ignored=true includes them)")
+    if hidden:
+        notes.append(_hidden_note(hidden, what))
+    return notes
 
 
 class WalkingTool(BuiltInTool):
@@ -62,6 +75,20 @@ class WalkingTool(BuiltInTool):
         super().__init__(root)
         self._rules: ReadRules = read_rules or AllowAllReads()
 
+    def _walk(self, base: ResolvedPath, shown: str, *, include_ignored: bool, recursive: bool = True) -> Walk:
+        if not os.path.lexists(base.full):
+            raise ToolError(f"Directory not found: {shown}")
+        if not base.directory:
+            raise ToolError(f"Not a directory: {shown}")
+        return Walk(
+            base=base.full,
+            shown=shown,
+            rules=self._rules,
+            recursive=recursive,
+            root=self._real_root,
+            include_ignored=include_ignored,
+        )
+
 
 class ListDirectoryTool(WalkingTool):
     """``list_directory``: a directory's subdirectories and files (with sizes), optionally recursive."""
@@ -69,7 +96,8 @@ class ListDirectoryTool(WalkingTool):
     name: ClassVar[str] = "list_directory"
     description: ClassVar[str] = (
         "List the subdirectories and files of a directory, with file sizes. With recursive=true, list everything "
-        "below it (paths relative to it); .git is skipped."
+        "below it (paths relative to it). What .gitignore/.ignore files ignore, .git, node_modules and virtualenvs "
+        "are left out (counted) unless include_ignored=true."
     )
     parameters: ClassVar[dict[str, JsonValue]] = object_schema(
         {
@@ -79,16 +107,19 @@ class ListDirectoryTool(WalkingTool):
                 "description": "Directory to list, relative to the working directory or absolute (default: '.').",
             },
             "recursive": {"type": "boolean", "default": False, "description": "List all levels below the directory."},
+            "include_ignored": _INCLUDE_IGNORED,
         }
     )
 
     async def _run(self, arguments: Arguments) -> str:
         shown = arguments.string("path")
         base = self.resolve(shown)
-        return await asyncio.to_thread(self._list, base, shown, arguments.boolean("recursive"))
+        walk = self._walk(
+            base, shown, include_ignored=arguments.boolean("include_ignored"), recursive=arguments.boolean("recursive")
+        )
+        return await asyncio.to_thread(self._list, walk, shown)
 
-    def _list(self, base: ResolvedPath, shown: str, recursive: bool) -> str:
-        walk = _walk(base, shown, self._rules, recursive=recursive)
+    def _list(self, walk: Walk, shown: str) -> str:
         directories: list[str] = []
         files: list[tuple[str, int]] = []
         for entry in walk.entries():
@@ -97,8 +128,7 @@ class ListDirectoryTool(WalkingTool):
             else:
                 files.append((entry.relative, entry.size))
         if not directories and not files:
-            empty = f"Directory {shown} is empty"
-            return f"{empty} {_hidden_note(walk.hidden, 'entries')}" if walk.hidden else empty
+            return " ".join([f"Directory {shown} is empty", *_notes(walk.ignored, walk.hidden, "entries")])
         directories.sort()
         files.sort()
         lines = [f"[DIR]  {name}/" for name in directories[:MAX_LISTED]]
@@ -108,9 +138,7 @@ class ListDirectoryTool(WalkingTool):
                 f"... (truncated: showing {min(len(directories), MAX_LISTED)} of {len(directories)} directories "
                 f"and {min(len(files), MAX_LISTED)} of {len(files)} files)"
             )
-        if walk.hidden:
-            lines.append(_hidden_note(walk.hidden, "entries"))
-        return "\n".join(lines)
+        return "\n".join([*lines, *_notes(walk.ignored, walk.hidden, "entries")])
 
 
 class GlobFilesTool(WalkingTool):
@@ -119,12 +147,14 @@ class GlobFilesTool(WalkingTool):
     name: ClassVar[str] = "glob_files"
     description: ClassVar[str] = (
         "Find files whose paths match a glob pattern such as '**/*.py' or 'src/*.json' ('**' matches any number of "
-        "directories). Returns paths relative to the search directory, sorted."
+        "directories, '{a,b}' either). Returns paths relative to the search directory, sorted. Ignored files "
+        "(.gitignore, .ignore, .git, node_modules, virtualenvs) are left out."
     )
     parameters: ClassVar[dict[str, JsonValue]] = object_schema(
         {
             "pattern": {"type": "string", "description": "Glob pattern, relative to the search directory."},
             "path": {"type": "string", "description": _DIRECTORY},
+            "include_ignored": _INCLUDE_IGNORED,
         },
         required=["pattern"],
     )
@@ -134,8 +164,9 @@ class GlobFilesTool(WalkingTool):
         shown = arguments.optional_string("path") or "."
         matcher = compile_glob(pattern)
         base = self.resolve(shown)
-        found, hidden = await asyncio.to_thread(self._glob, base, shown, matcher)
-        note = [_hidden_note(hidden, "files or directories")] if hidden else []
+        walk = self._walk(base, shown, include_ignored=arguments.boolean("include_ignored"))
+        found = await asyncio.to_thread(self._glob, walk, matcher)
+        note = _notes(walk.ignored, walk.hidden, "files or directories")
         if not found:
             return "\n".join([f"No files found matching '{pattern}'", *note])
         lines = [f"Found {len(found)} files matching '{pattern}':", *found[:MAX_GLOB_RESULTS]]
@@ -143,12 +174,11 @@ class GlobFilesTool(WalkingTool):
             lines.append(f"... ({len(found) - MAX_GLOB_RESULTS} more not shown; narrow the pattern)")
         return "\n".join([*lines, *note])
 
-    def _glob(self, base: ResolvedPath, shown: str, matcher: re.Pattern[str]) -> tuple[list[str], int]:
-        walk = _walk(base, shown, self._rules)
-        found = [
-            entry.relative for entry in walk.entries() if not entry.directory and matcher.fullmatch(entry.relative)
-        ]
-        return sorted(found), walk.hidden
+    @staticmethod
+    def _glob(walk: Walk, matcher: GlobMatcher) -> list[str]:
+        return sorted(
+            entry.relative for entry in walk.entries() if not entry.directory and matcher.matches(entry.relative)
+        )
 
 
 @dataclass(slots=True)
@@ -157,6 +187,7 @@ class _GrepResult:
     files: int = 0
     capped: str | None = None
     hidden: int = 0
+    ignored: int = 0
 
 
 class GrepFilesTool(WalkingTool):
@@ -169,7 +200,8 @@ class GrepFilesTool(WalkingTool):
     name: ClassVar[str] = "grep_files"
     description: ClassVar[str] = (
         "Search file contents for a regular expression (Python syntax, case-insensitive) and return matching lines "
-        "as 'path:line: text'. Binary files and .git are skipped; results stop at 50 files or 100 matches."
+        "as 'path:line: text'. Binary files and ignored files (.gitignore, .ignore, .git, node_modules, "
+        "virtualenvs) are skipped; results stop at 50 files or 100 matches."
     )
     parameters: ClassVar[dict[str, JsonValue]] = object_schema(
         {
@@ -181,7 +213,11 @@ class GrepFilesTool(WalkingTool):
                     "depth) or 'src/**/*.ts'. Default: all files."
                 ),
             },
-            "path": {"type": "string", "description": _DIRECTORY + " May also be a single file."},
+            "path": {
+                "type": "string",
+                "description": _DIRECTORY + " May also be a single file (searched even if ignored).",
+            },
+            "include_ignored": _INCLUDE_IGNORED,
         },
         required=["pattern"],
     )
@@ -197,8 +233,9 @@ class GrepFilesTool(WalkingTool):
         by_name = file_pattern is not None and "/" not in file_pattern.strip().strip("/")
         shown = arguments.optional_string("path") or "."
         base = self.resolve(shown)
-        result = await asyncio.to_thread(self._grep, base, shown, regex, matcher, by_name)
-        note = [_hidden_note(result.hidden, "files")] if result.hidden else []
+        include_ignored = arguments.boolean("include_ignored")
+        result = await asyncio.to_thread(self._grep, base, shown, regex, matcher, by_name, include_ignored)
+        note = _notes(result.ignored, result.hidden, "files")
         if not result.lines:
             where = f" in files matching '{file_pattern}'" if file_pattern else ""
             return "\n".join([f"No matches for '{pattern}'{where}", *note])
@@ -208,17 +245,23 @@ class GrepFilesTool(WalkingTool):
         return "\n".join([*lines, *note])
 
     def _grep(
-        self, base: ResolvedPath, shown: str, regex: re.Pattern[str], matcher: re.Pattern[str] | None, by_name: bool
+        self,
+        base: ResolvedPath,
+        shown: str,
+        regex: re.Pattern[str],
+        matcher: GlobMatcher | None,
+        by_name: bool,
+        include_ignored: bool,
     ) -> _GrepResult:
         result = _GrepResult()
         if os.path.lexists(base.full) and not base.directory:
             self._grep_single(base, shown, regex, result)
             return result
-        walk = _walk(base, shown, self._rules)
+        walk = self._walk(base, shown, include_ignored=include_ignored)
         for entry in walk.entries():
             if entry.directory or entry.link:
                 continue
-            if matcher is not None and not matcher.fullmatch(entry.name if by_name else entry.relative):
+            if matcher is not None and not matcher.matches(entry.name if by_name else entry.relative):
                 continue
             try:
                 descriptor = os.open(entry.name, _READ_FILE, dir_fd=entry.parent)
@@ -227,6 +270,7 @@ class GrepFilesTool(WalkingTool):
             if not _grep_file(descriptor, entry.relative, regex, result):
                 break
         result.hidden += walk.hidden
+        result.ignored = walk.ignored
         return result
 
     def _grep_single(self, base: ResolvedPath, shown: str, regex: re.Pattern[str], result: _GrepResult) -> None:

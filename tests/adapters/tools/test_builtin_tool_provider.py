@@ -12,9 +12,9 @@ EXPECTED = {
     "write_file": ({"path", "content", "append"}, ["path", "content"]),
     "edit_file": ({"path", "old_string", "new_string", "replace_all"}, ["path", "old_string", "new_string"]),
     "delete_file": ({"path"}, ["path"]),
-    "list_directory": ({"path", "recursive"}, []),
-    "glob_files": ({"pattern", "path"}, ["pattern"]),
-    "grep_files": ({"pattern", "file_pattern", "path"}, ["pattern"]),
+    "list_directory": ({"path", "recursive", "include_ignored"}, []),
+    "glob_files": ({"pattern", "path", "include_ignored"}, ["pattern"]),
+    "grep_files": ({"pattern", "file_pattern", "path", "include_ignored"}, ["pattern"]),
     "execute_command": ({"command", "timeout_ms"}, ["command"]),
     "manage_todo": ({"action", "task", "id", "status", "priority", "dependencies"}, ["action"]),
 }
