@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ironhive.domain.errors import ContextOverflowError, ProviderError
 from ironhive.ports.chat import (
@@ -91,6 +92,18 @@ class RetryPolicy:
         return self.max_retries is not None and failures > self.max_retries
 
 
+@dataclass(kw_only=True, slots=True)
+class _Run:
+    """What one call over the chain has seen so far."""
+
+    notices: list[FallbackNotice] = field(default_factory=list)
+    last_error: ProviderError | None = None
+    provider_error: ProviderError | None = None  # the current provider's last error
+
+    def failed(self, error: ProviderError) -> None:
+        self.last_error = self.provider_error = error
+
+
 def error_category(error: ProviderError) -> str:
     """The failover category of a provider error."""
     status = error.status
@@ -160,78 +173,81 @@ class FailoverChatClient:
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         """Answer in one piece from the first provider that succeeds."""
-        notices: list[FallbackNotice] = []
-        last_error: ProviderError | None = None
-        for index, provider in enumerate(self._providers):
-            request = await self._request_for(index, messages)
-            provider_error: ProviderError | None = None
-            if request is None:
-                self._switch(index, None, notices)
-                continue
-            for attempt in itertools.count(1):
-                try:
-                    response = await provider.client.get_response(request, self._options_for(index, options))
-                except ContextOverflowError:
-                    raise
-                except ProviderError as error:
-                    last_error = provider_error = error
-                    delay = self._retry_delay(error, index, attempt, notices)
-                    if delay is None:
-                        break
-                    await self._sleep(delay)
-                    continue
-                return replace(response, notices=(*notices, *response.notices))
-            self._switch(index, provider_error, notices)
-        raise self._exhausted(last_error, notices)
+        run = _Run()
+        notices = run.notices
+        async with contextlib.aclosing(self._candidates(messages, run)) as candidates:
+            async for index, provider, request in candidates:
+                for attempt in itertools.count(1):
+                    try:
+                        response = await provider.client.get_response(request, self._options_for(index, options))
+                    except ContextOverflowError:
+                        raise
+                    except ProviderError as error:
+                        run.failed(error)
+                        delay = self._retry_delay(error, index, attempt, notices)
+                        if delay is None:
+                            break
+                        await self._sleep(delay)
+                        continue
+                    return replace(response, notices=(*notices, *response.notices))
+        raise self._exhausted(run.last_error, notices)
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions
     ) -> AsyncGenerator[ChatUpdate, None]:
         """Stream from the first provider that starts answering; notices are streamed as they happen."""
-        notices: list[FallbackNotice] = []
-        last_error: ProviderError | None = None
-        for index, provider in enumerate(self._providers):
-            request = await self._request_for(index, messages)
-            provider_error: ProviderError | None = None
-            if request is None:
-                self._switch(index, None, notices)
-                continue
-            for attempt in itertools.count(1):
-                for notice in notices:
-                    yield ChatUpdate(fallback=notice)
-                notices.clear()
-                started = False
-                failure: ProviderError | None = None
-                delay: float | None = None
-                stream = provider.client.get_streaming_response(request, self._options_for(index, options))
-                try:
-                    async for update in stream:
-                        started = True
-                        yield update
-                except ContextOverflowError:
-                    raise
-                except ProviderError as error:
-                    if started:
-                        raise  # output already reached the user: failing over would duplicate it
-                    last_error = provider_error = failure = error
-                    delay = self._retry_delay(error, index, attempt, notices)
-                finally:
-                    aclose = getattr(stream, "aclose", None)
-                    if aclose is not None:
-                        await aclose()
-                if failure is None:
-                    return
-                if delay is None:
-                    break
-                for notice in notices:  # the retry notice goes out before the wait, so a client sees it at once
-                    yield ChatUpdate(fallback=notice)
-                notices.clear()
-                await self._sleep(delay)
-            self._switch(index, provider_error, notices)
-        exhausted = self._exhausted(last_error, notices)
+        run = _Run()
+        notices = run.notices
+        async with contextlib.aclosing(self._candidates(messages, run)) as candidates:
+            async for index, provider, request in candidates:
+                for attempt in itertools.count(1):
+                    for notice in notices:
+                        yield ChatUpdate(fallback=notice)
+                    notices.clear()
+                    started = False
+                    failure: ProviderError | None = None
+                    delay: float | None = None
+                    stream = provider.client.get_streaming_response(request, self._options_for(index, options))
+                    try:
+                        async for update in stream:
+                            started = True
+                            yield update
+                    except ContextOverflowError:
+                        raise
+                    except ProviderError as error:
+                        if started:
+                            raise  # output already reached the user: failing over would duplicate it
+                        run.failed(error)
+                        failure = error
+                        delay = self._retry_delay(error, index, attempt, notices)
+                    finally:
+                        aclose = getattr(stream, "aclose", None)
+                        if aclose is not None:
+                            await aclose()
+                    if failure is None:
+                        return
+                    if delay is None:
+                        break
+                    for notice in notices:  # the retry notice goes out before the wait, so a client sees it at once
+                        yield ChatUpdate(fallback=notice)
+                    notices.clear()
+                    await self._sleep(delay)
+        exhausted = self._exhausted(run.last_error, notices)
         for notice in notices:
             yield ChatUpdate(fallback=notice)
         raise exhausted
+
+    async def _candidates(
+        self, messages: Sequence[ChatMessage], run: _Run
+    ) -> AsyncGenerator[tuple[int, ChainedProvider, Sequence[ChatMessage]], None]:
+        """The providers in turn, each with the request it may receive; after each one that is left, the switch to
+        the next is noted (with the error that ended it, or the window it could not fit)."""
+        for index, provider in enumerate(self._providers):
+            request = await self._request_for(index, messages)
+            run.provider_error = None
+            if request is not None:
+                yield index, provider, request
+            self._switch(index, run.provider_error, run.notices)
 
     def _retry_delay(
         self, error: ProviderError, index: int, attempt: int, notices: list[FallbackNotice]
