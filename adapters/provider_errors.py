@@ -64,6 +64,28 @@ def cause_of(exc: BaseException, kind: type[_E]) -> _E | None:
     return None
 
 
+def http_failure(
+    provider: str, status: int, label: str, message: str, *, retry_after: float | None, retryable: bool | None = None
+) -> ProviderError:
+    """The error for a provider's HTTP failure answer.
+
+    Args:
+        provider: The provider's name.
+        status: The HTTP status.
+        label: How the status is shown (the status with what the provider calls the error, e.g. ``429 RATE_LIMITED``).
+        message: The server's message, already made safe.
+        retry_after: The wait the provider asked for.
+        retryable: Whether a retry may succeed; by default, what the status says (``is_retryable_status``).
+    """
+    return ProviderError(
+        f"{provider} returned HTTP {label}: {message}",
+        status=status,
+        retryable=is_retryable_status(status) if retryable is None else retryable,
+        provider=provider,
+        retry_after=retry_after,
+    )
+
+
 def timed_out(provider: str) -> ProviderError:
     """The retryable error for a provider that did not answer in time."""
     return ProviderError(f"{provider} did not answer in time", retryable=True, provider=provider)
@@ -78,6 +100,7 @@ __all__ = [
     "MAX_MESSAGE",
     "cause_of",
     "clip",
+    "http_failure",
     "is_retryable_status",
     "redact",
     "safe_message",

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import anthropic
 
 from ironhive.adapters.provider_errors import (
-    is_retryable_status,
+    http_failure,
     safe_message,
     timed_out,
     unexpected_failure,
@@ -72,13 +72,9 @@ def _status_error(exc: anthropic.APIStatusError, provider: str, secrets: Sequenc
             retryable=error_type in _TRANSIENT_TYPES,
             provider=provider,
         )
-    return ProviderError(
-        f"{provider} returned HTTP {status} ({error_type or 'error'}): {server_message}",
-        status=status,
-        retryable=is_retryable_status(status),
-        provider=provider,
-        retry_after=retry_after_seconds(exc, anthropic.APIStatusError),
-    )
+    label = f"{status} ({error_type or 'error'})"
+    retry_after = retry_after_seconds(exc, anthropic.APIStatusError)
+    return http_failure(provider, status, label, server_message, retry_after=retry_after)
 
 
 def _server_message(body: object) -> str:

@@ -9,6 +9,7 @@ import aiohttp
 from google.genai import errors as genai_errors
 
 from ironhive.adapters.provider_errors import (
+    http_failure,
     is_retryable_status,
     safe_message,
     timed_out,
@@ -72,13 +73,15 @@ def _api_error(exc: genai_errors.APIError, provider: str, secrets: Sequence[str]
             window=int(overflow.group(1)),
             provider=provider,
         )
-    retryable = (code is not None and is_retryable_status(code)) or status in _TRANSIENT_STATUSES
+    retry_after = retry_after_seconds(exc, genai_errors.APIError, stated_in=_retry_info_delay)
+    if code:
+        retryable = is_retryable_status(code) or status in _TRANSIENT_STATUSES
+        return http_failure(provider, code, label, message, retry_after=retry_after, retryable=retryable)
     return ProviderError(
-        f"{provider} returned HTTP {label}: {message}" if code else f"{provider} reported an error: {message}",
-        status=code,
-        retryable=retryable,
+        f"{provider} reported an error: {message}",
+        retryable=status in _TRANSIENT_STATUSES,
         provider=provider,
-        retry_after=retry_after_seconds(exc, genai_errors.APIError, stated_in=_retry_info_delay),
+        retry_after=retry_after,
     )
 
 

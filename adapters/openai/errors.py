@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import openai
 
 from ironhive.adapters.provider_errors import (
-    is_retryable_status,
+    http_failure,
     safe_message,
     timed_out,
     unexpected_failure,
@@ -52,13 +52,8 @@ def translate_error(exc: openai.OpenAIError, *, provider: str, secrets: Sequence
                 provider=provider,
             )
         if status is not None:
-            return ProviderError(
-                f"{provider} returned HTTP {status}: {server_message}",
-                status=status,
-                retryable=is_retryable_status(status),
-                provider=provider,
-                retry_after=retry_after_seconds(exc, openai.APIStatusError),
-            )
+            retry_after = retry_after_seconds(exc, openai.APIStatusError)
+            return http_failure(provider, status, str(status), server_message, retry_after=retry_after)
         transient = bool({exc.type, exc.code} & _TRANSIENT_STREAM_ERRORS)
         return ProviderError(f"{provider} reported an error: {server_message}", retryable=transient, provider=provider)
     return unexpected_failure(exc, provider, secrets)
