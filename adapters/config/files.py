@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ironhive.adapters.atomic_files import write_atomically
 from ironhive.adapters.config.private_files import make_private_directory
 from ironhive.adapters.config.safe_files import decode_text, load_yaml, read_limited_bytes
 from ironhive.domain.errors import ConfigurationError
@@ -54,8 +52,8 @@ class YamlSyntaxError(ConfigurationError):
     """
 
     def __init__(self, path: Path, line: int | None, problem: str) -> None:
-        where = f" (line {line})" if line is not None else ""
-        super().__init__(f"Malformed YAML in {path}{where}: {problem}")
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"Malformed YAML in {where}: {problem}")
         self.path = path
         self.line = line
         self.problem = problem
@@ -116,33 +114,23 @@ def parse_yaml_mapping(text: str, path: Path) -> dict[str, Any]:
 
 
 def write_yaml_atomically(path: Path, document: Mapping[str, Any]) -> None:
-    """Write ``document`` as YAML to ``path`` through a temporary file and ``os.replace``.
-
-    The file gets mode 0600 (it may hold API keys); its folder is made owner-only (0700, missing parents too).
-    Comments and ordering of a previous version of the file are not preserved.
-
-    Args:
-        path: The target file.
-        document: The mapping to write.
+    """Write ``document`` as YAML to ``path`` atomically (a new file: use :func:`write_text_privately` to edit one).
 
     Raises:
         ConfigurationError: The file cannot be written.
     """
     text = yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, default_flow_style=False)
-    directory = path.parent
+    write_text_privately(path, text)
+
+
+def write_text_privately(path: Path, text: str) -> None:
+    """Replace ``path``'s content with ``text`` atomically, owner-only (0600; its folder 0700, missing parents too).
+
+    Raises:
+        ConfigurationError: The file cannot be written.
+    """
     try:
-        make_private_directory(directory)
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        make_private_directory(path.parent)
+        write_atomically(path, text, private=True)
     except OSError as error:
-        raise ConfigurationError(f"Cannot write {path}: {error}") from error
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, FILE_MODE)
-        os.replace(temporary, path)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         raise ConfigurationError(f"Cannot write {path}: {error}") from error

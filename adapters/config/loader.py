@@ -8,10 +8,13 @@ Decisions (inventory §C.1, with the original's later fixes):
 - A ``null`` value means "not set here" and never overrides an earlier layer.
 - ``.env`` is the last, highest layer (as the readme lists it): its values beat real environment variables. It is
   parsed, never loaded into the process environment, and only the variables the environment layer reads count.
-- Nothing here stops start-up: an unknown key (any depth, reported as a dotted path), a value of the wrong type or
-  range, a malformed, unreadable or hostile file (a FIFO, a device, over 1 MiB, YAML nested too deep, an alias bomb, a
-  duplicate key: see :mod:`ironhive.adapters.config.safe_files`) each produce a warning naming the file and are
-  ignored, and the other layers still load.
+- An unknown key (any depth, reported as a dotted path) or a value of the wrong type or range is a warning naming the
+  file and line, and is ignored; the other keys and layers still load.
+- A config file that cannot be used as a whole (malformed YAML, not a mapping, unreadable, or refused as hostile: a
+  FIFO, a device, over 1 MiB, YAML nested too deep, an alias bomb, a duplicate key; see
+  :mod:`ironhive.adapters.config.safe_files`) is an error when it is the user's own or a trusted project's: the run
+  must stop rather than silently fall back to another provider. An untrusted project's file cannot stop a run (a
+  repository must not be able to), so there it stays a warning and the file is ignored.
 - The project's files are a repository's, untrusted until the user trusts their exact content
   (:mod:`ironhive.adapters.config.trust`). Until then only the keys of :data:`UNTRUSTED_SECTIONS` and
   :data:`UNTRUSTED_KEYS` of the project's ``config.yaml`` and the matching variables of its ``.env`` apply: nothing
@@ -30,14 +33,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ironhive.adapters.config.environment import ENVIRONMENT_VARIABLES, environment_layer, parse_dotenv
-from ironhive.adapters.config.files import (
-    dotenv_path,
-    global_config_path,
-    project_config_path,
-    read_yaml_file,
-)
+from ironhive.adapters.config.files import dotenv_path, global_config_path, parse_yaml_mapping, project_config_path
 from ironhive.adapters.config.legacy import migrate_legacy_settings
-from ironhive.adapters.config.safe_files import decode_text, read_limited_bytes
+from ironhive.adapters.config.safe_files import decode_text, read_limited_bytes, yaml_key_lines
 from ironhive.adapters.config.schema import (
     WHOLE_SECTIONS,
     ConfigSection,
@@ -63,6 +61,8 @@ TRUST_HINT = (
 )
 
 _Warn = Callable[[str], None]
+_Fail = Callable[[ConfigurationError], None]
+_Lines = Mapping[tuple[str, ...], int]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -71,7 +71,10 @@ class LoadedConfig:
 
     Attributes:
         config: The validated configuration.
-        warnings: Problems found (unknown keys, bad values, unreadable files), each naming its source.
+        warnings: Problems found (unknown keys, bad values, an untrusted project's unusable file), each naming its
+            source (and line).
+        errors: The config files that could not be used at all (malformed, unreadable), each naming the file and the
+            line; only a non-strict load returns with any (a strict one raises).
         notices: Things done on the user's behalf (the legacy migration).
         sources: The files that were read and contributed, in layer order.
         ignored: What was ignored because the project is not trusted, one item per file (empty when nothing was).
@@ -83,6 +86,7 @@ class LoadedConfig:
 
     config: IronHiveConfig
     warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
     ignored: tuple[str, ...] = ()
@@ -91,7 +95,12 @@ class LoadedConfig:
 
 
 def load_config(
-    *, home: Path, project: Path, environ: Mapping[str, str], trust: ProjectTrust | None = None
+    *,
+    home: Path,
+    project: Path,
+    environ: Mapping[str, str],
+    trust: ProjectTrust | None = None,
+    strict: bool = True,
 ) -> LoadedConfig:
     """Load and merge every configuration layer.
 
@@ -100,12 +109,18 @@ def load_config(
         project: The project (working) directory (its ``.ironhive/config.yaml`` and ``.env``).
         environ: The process environment.
         trust: Which project files may take effect (the user's trust store and ``environ`` when omitted).
+        strict: Raise when a config file cannot be used (else it is left out and listed in ``errors``: the doctor).
 
     Returns:
         The merged configuration with its warnings, notices, sources and what an untrusted project had ignored.
+
+    Raises:
+        ConfigurationError: ``strict`` and the user's or a trusted project's config file is malformed or unreadable
+            (the message names the file and line).
     """
     trust = trust if trust is not None else ProjectTrust.for_user(home=home, environ=environ)
     warnings: list[str] = []
+    errors: list[ConfigurationError] = []
     notices: list[str] = []
     sources: list[Path] = []
     ignored: list[str] = []
@@ -119,11 +134,11 @@ def load_config(
     project_file = project_config_path(project)
     files = [global_file] if _same_file(global_file, project_file) else [global_file, project_file]
     for path in files:
-        read = _yaml_layer(path, warnings.append)
+        read = _yaml_layer(path, trust if path is project_file else None, warnings.append, errors.append)
         if read is None:
             continue
         sources.append(path)
-        layer = clean_layer(read[0], str(path), warnings.append)
+        layer = clean_layer(read[0], str(path), warnings.append, lines=read[2])
         if path is project_file and not trust.is_trusted(path, read[1]):
             layer, dropped = untrusted_layer(layer)
             if dropped:
@@ -148,10 +163,13 @@ def load_config(
     trust_notice = untrusted_notice(ignored) if ignored else None
     if trust_notice is not None:
         notices.append(trust_notice)
+    if strict and errors:
+        raise errors[0] if len(errors) == 1 else ConfigurationError("; ".join(str(error) for error in errors))
     config = IronHiveConfig.model_validate(merged)
     return LoadedConfig(
         config=config,
         warnings=tuple(warnings),
+        errors=tuple(str(error) for error in errors),
         notices=tuple(notices),
         sources=tuple(sources),
         ignored=tuple(ignored),
@@ -207,7 +225,9 @@ def untrusted_variables(values: Mapping[str, str]) -> tuple[dict[str, str], list
     return kept, dropped
 
 
-def clean_layer(layer: Mapping[Any, Any], source: str, warn: _Warn) -> dict[str, Any]:
+def clean_layer(
+    layer: Mapping[Any, Any], source: str, warn: _Warn, *, lines: Callable[[], _Lines] | None = None
+) -> dict[str, Any]:
     """Drop what the schema cannot use from one layer, warning about each drop.
 
     Unknown keys (matched exactly; the accepted spellings are the schema's camelCase keys) and values that fail
@@ -217,11 +237,14 @@ def clean_layer(layer: Mapping[Any, Any], source: str, warn: _Warn) -> dict[str,
         layer: The layer's tree.
         source: The layer's name for warnings (a file path or ``environment``).
         warn: Receives each warning.
+        lines: Gives the line of each key of a file layer (asked only when there is something to warn about), so a
+            warning names ``file:line``.
 
     Returns:
         A tree that validates on its own.
     """
-    tree = _known_only(layer, IronHiveConfig, "", source, warn)
+    where = _Where(source, lines)
+    tree = _known_only(layer, IronHiveConfig, ((), ()), where, warn)
     for _ in range(100):  # each round removes at least one key, so this ends; the bound is a safety net
         try:
             IronHiveConfig.model_validate(tree)
@@ -232,7 +255,7 @@ def clean_layer(layer: Mapping[Any, Any], source: str, warn: _Warn) -> dict[str,
                 if path:
                     _delete(tree, path)
                     removed = True
-                    warn(f"Invalid value for config key '{'.'.join(path)}' in {source} ignored: {item['msg']}")
+                    warn(f"Invalid value for config key '{'.'.join(path)}' in {where.at(path)} ignored: {item['msg']}")
             if not removed:
                 warn(f"Invalid configuration in {source} ignored: {error.error_count()} problem(s)")
                 return {}
@@ -265,22 +288,54 @@ def overlay(base: Mapping[str, Any], layer: Mapping[str, Any], *, _depth: int = 
     return merged
 
 
+class _Where:
+    """Names where a key of a layer is: ``source:line`` for a file whose key lines are known, else ``source``."""
+
+    def __init__(self, source: str, lines: Callable[[], _Lines] | None) -> None:
+        self._source = source
+        self._lines = lines
+        self._known: _Lines | None = None
+        self.canonical: dict[tuple[str, ...], tuple[str, ...]] = {}
+        """The written path of each key under its canonical spelling (what validation errors name)."""
+
+    def at(self, path: tuple[str, ...]) -> str:
+        if self._lines is None:
+            return self._source
+        if self._known is None:
+            try:
+                self._known = self._lines()
+            except Exception:  # the line is a help, never a reason to fail: the parse already succeeded
+                self._known = {}
+        line = self._known.get(self.canonical.get(path, path))
+        return self._source if line is None else f"{self._source}:{line}"
+
+
 def _known_only(
-    tree: Mapping[Any, Any], model: type[ConfigSection], prefix: str, source: str, warn: _Warn
+    tree: Mapping[Any, Any],
+    model: type[ConfigSection],
+    prefixes: tuple[tuple[str, ...], tuple[str, ...]],
+    where: _Where,
+    warn: _Warn,
 ) -> dict[str, Any]:
+    """``tree`` without unknown keys, its keys in their canonical spelling; ``prefixes``: its written and canonical
+    paths."""
     accepted = accepted_keys(model)
     kept: dict[str, Any] = {}
+    prefix, canonical_prefix = prefixes
     for key, value in tree.items():
-        dotted = f"{prefix}{key}"
+        path = (*prefix, str(key))
         if not isinstance(key, str) or key not in accepted:
-            warn(f"Unknown config key '{dotted}' in {source} ignored")
+            warn(f"Unknown config key '{'.'.join(path)}' in {where.at(path)} ignored")
             continue
         if value is None:
             continue
+        canonical = canonical_key(model, key)
+        canonical_path = (*canonical_prefix, canonical)
+        where.canonical[canonical_path] = path
         nested = section_model(accepted[key].annotation)
         if nested is not None and isinstance(value, Mapping):
-            value = _known_only(value, nested, f"{dotted}.", source, warn)
-        kept[canonical_key(model, key)] = value
+            value = _known_only(value, nested, (path, canonical_path), where, warn)
+        kept[canonical] = value
     return kept
 
 
@@ -303,13 +358,40 @@ def _delete(tree: dict[str, Any], path: tuple[str, ...]) -> None:
     del node[path[-1]]
 
 
-def _yaml_layer(path: Path, warn: _Warn) -> tuple[dict[str, Any], str] | None:
+def _yaml_layer(
+    path: Path, trust: ProjectTrust | None, warn: _Warn, fail: _Fail
+) -> tuple[dict[str, Any], str, Callable[[], _Lines]] | None:
+    """One config file's mapping, the SHA-256 of its bytes and a way to its keys' lines; ``None`` when it is absent or
+    unusable.
+
+    Args:
+        path: The file.
+        trust: How to judge a project's file (``None``: the user's own file, always trusted).
+        warn: Receives the problem of an untrusted file that cannot be used (it cannot stop a run).
+        fail: Receives the problem of the user's or a trusted file that cannot be used.
+    """
     try:
-        read = read_yaml_file(path)
-    except ConfigurationError as error:  # YamlSyntaxError and UnsafeFileError included: both name the file
-        warn(f"{error}; the file was ignored")
+        data = read_limited_bytes(path)
+        if data is None:
+            return None
+        text = decode_text(path, data)
+    except ConfigurationError as error:  # UnsafeFileError: a FIFO, a device, too large, not UTF-8
+        _unusable(error, trust is None, warn, fail)  # nothing was read, so nothing can have been trusted
         return None
-    return None if read is None else (read[0], sha256_of(read[1]))
+    digest = sha256_of(data)
+    try:
+        mapping = parse_yaml_mapping(text, path)
+    except ConfigurationError as error:  # YamlSyntaxError included: it names the file and line
+        _unusable(error, trust is None or trust.is_trusted(path, digest), warn, fail)
+        return None
+    return mapping, digest, lambda: yaml_key_lines(text)
+
+
+def _unusable(error: ConfigurationError, trusted: bool, warn: _Warn, fail: _Fail) -> None:
+    if trusted:
+        fail(error)
+    else:
+        warn(f"{error}; the file was ignored (it is not trusted, so it cannot stop a run)")
 
 
 def _dotenv_values(path: Path, warn: _Warn) -> tuple[dict[str, str], str] | None:

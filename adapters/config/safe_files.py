@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ironhive.domain.errors import ConfigurationError
 
@@ -245,6 +245,33 @@ def load_yaml(text: str, *, strings_only: bool = False) -> object:
         raise YamlLimitError(problem="nested too deeply") from error
     finally:
         loader.dispose()
+
+
+def yaml_key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The 1-based line of each mapping key of a YAML document, by its path of keys (lists are not entered).
+
+    Warnings about a key name the line with this (the parsed mapping keeps no positions).
+
+    Raises:
+        yaml.YAMLError: As :func:`load_yaml`.
+    """
+    loader = BoundedSafeLoader(text)
+    try:
+        root = loader.get_single_node()
+    finally:
+        loader.dispose()
+    lines: dict[tuple[str, ...], int] = {}
+    stack: list[tuple[tuple[str, ...], Node]] = [((), root)] if root is not None else []
+    while stack:  # bounded: composing refused documents that nest or expand too far
+        prefix, node = stack.pop()
+        if not isinstance(node, MappingNode):
+            continue
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode):
+                path = (*prefix, str(key_node.value))
+                lines.setdefault(path, key_node.start_mark.line + 1)
+                stack.append((path, value_node))
+    return lines
 
 
 # -- JSON -----------------------------------------------------------------------------------------------------------

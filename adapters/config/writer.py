@@ -1,8 +1,10 @@
 """``set`` / ``get`` / ``unset`` on the global config file, key normalisation, value typing and display (masked).
 
-Only the global ``<home>/.ironhive/config.yaml`` is read or written here. Writes are atomic and owner-only (see
-:func:`~ironhive.adapters.config.files.write_yaml_atomically`); comments and key order of the existing file are not
-preserved.
+Only the global ``<home>/.ironhive/config.yaml`` is read or written here. A write changes only the key it is about:
+the file goes through ruamel.yaml's round-trip mode (:mod:`~ironhive.adapters.config.yaml_edit`), so the user's
+comments, key order, quotes and blank lines stay, and is replaced atomically and owner-only
+(:func:`~ironhive.adapters.config.files.write_text_privately`). The file is read with the bounded reader first, so a
+malformed or hostile file is refused (naming the file and line) before anything is written.
 """
 
 from __future__ import annotations
@@ -11,14 +13,14 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
 
-from ironhive.adapters.config.files import global_config_path, read_yaml_mapping, write_yaml_atomically
+from ironhive.adapters.config.files import global_config_path, parse_yaml_mapping, write_text_privately
 from ironhive.adapters.config.masking import mask_value
-from ironhive.adapters.config.safe_files import load_yaml
+from ironhive.adapters.config.safe_files import decode_text, load_yaml, read_limited_bytes
 from ironhive.adapters.config.schema import (
     WHOLE_SECTIONS,
     IronHiveConfig,
@@ -27,6 +29,9 @@ from ironhive.adapters.config.schema import (
     value_kind,
 )
 from ironhive.domain.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ironhive.adapters.config.yaml_edit import YamlDocument
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
@@ -125,7 +130,32 @@ def read_global(home: Path) -> dict[str, Any]:
     Raises:
         ConfigurationError: The file cannot be read or does not parse.
     """
-    return read_yaml_mapping(global_config_path(home)) or {}
+    return parse_yaml_mapping(_global_text(home), global_config_path(home))
+
+
+def _global_text(home: Path) -> str:
+    path = global_config_path(home)
+    data = read_limited_bytes(path)
+    return "" if data is None else decode_text(path, data)
+
+
+def _edit_global(home: Path) -> YamlDocument:
+    """The global file loaded for editing, after the bounded parser accepted it (or an empty one).
+
+    Raises:
+        ConfigurationError: The file cannot be read or does not parse.
+    """
+    from ruamel.yaml.error import YAMLError  # ruamel is needed by set and unset only
+
+    from ironhive.adapters.config.yaml_edit import YamlDocument
+
+    path = global_config_path(home)
+    text = _global_text(home)
+    parse_yaml_mapping(text, path)  # bounds, duplicate keys and syntax, with the file's line in the message
+    try:
+        return YamlDocument(text)
+    except (YAMLError, TypeError) as error:
+        raise ConfigurationError(f"Cannot edit {path}: {error}") from error
 
 
 def set_value(home: Path, dotted: str, raw: str) -> tuple[str, Any]:
@@ -145,19 +175,12 @@ def set_value(home: Path, dotted: str, raw: str) -> tuple[str, Any]:
     """
     key = normalize_key(dotted)
     value = parse_value(key, raw)
-    document = read_global(home)
-    node = document
-    segments = key.split(".")
-    for depth, segment in enumerate(segments[:-1]):
-        child = node.setdefault(segment, {})
-        if child is None:
-            child = node[segment] = {}
-        if not isinstance(child, dict):
-            parent = ".".join(segments[: depth + 1])
-            raise ConfigurationError(f"Cannot set '{key}': '{parent}' holds a value, not a section")
-        node = child
-    node[segments[-1]] = value
-    write_yaml_atomically(global_config_path(home), document)
+    document = _edit_global(home)
+    try:
+        document.set_key(key.split("."), value)
+    except ValueError as error:
+        raise ConfigurationError(f"Cannot set '{key}': '{error}' holds a value, not a section") from error
+    write_text_privately(global_config_path(home), document.text())
     return key, value
 
 
@@ -198,21 +221,10 @@ def unset_value(home: Path, dotted: str) -> tuple[str, bool]:
         ConfigurationError: The key is invalid or the file cannot be read or written.
     """
     key = normalize_key(dotted)
-    document = read_global(home)
-    segments = key.split(".")
-    trail: list[dict[str, Any]] = [document]
-    for segment in segments[:-1]:
-        child = trail[-1].get(segment)
-        if not isinstance(child, dict):
-            return key, False
-        trail.append(child)
-    if segments[-1] not in trail[-1]:
+    document = _edit_global(home)
+    if not document.delete_key(key.split(".")):
         return key, False
-    del trail[-1][segments[-1]]
-    for depth in range(len(trail) - 1, 0, -1):
-        if not trail[depth]:
-            del trail[depth - 1][segments[depth - 1]]
-    write_yaml_atomically(global_config_path(home), document)
+    write_text_privately(global_config_path(home), document.text())
     return key, True
 
 

@@ -99,9 +99,11 @@ def apply_configuration_fixes(home: Path, project: Path) -> list[str]:
 
 
 def configuration_checks(home: Path, project: Path, environ: Mapping[str, str]) -> ConfigurationFindings:
-    """Check the global config file, the loader's warnings, the permission policy and the secret files' modes.
+    """Check the global config file, the loader's errors and warnings, the permission policy, the secret files' modes.
 
-    Loading the configuration runs the legacy migration when it is due, as every ironhive command does.
+    Loading the configuration runs the legacy migration when it is due, as every ironhive command does. A config file
+    that stops every run (malformed YAML in the user's or a trusted project's file) is an error; the other checks run
+    on the configuration of the files that could be read.
 
     Args:
         home: The user's home directory.
@@ -115,7 +117,7 @@ def configuration_checks(home: Path, project: Path, environ: Mapping[str, str]) 
     private_check = _private_files_check(home)
     global_file = global_config_path(home)
     existed = global_file.is_file()
-    loaded = load_config(home=home, project=project, environ=environ)
+    loaded = load_config(home=home, project=project, environ=environ, strict=False)
     if existed:
         checks.append(_check("Global config file", "pass", str(global_file)))
     elif global_file.is_file():  # the migration just wrote it
@@ -129,9 +131,11 @@ def configuration_checks(home: Path, project: Path, environ: Mapping[str, str]) 
     if loaded.trust_notice is not None:
         trust_hint = "Review the project's files, then run `ironhive trust` (until then they cannot widen anything)."
         checks.append(_check("Project trust", "warning", loaded.trust_notice, trust_hint))
+    error_hint = "Fix the file; until then every run stops with this error."
+    checks.extend(_check("Config file", "error", error, error_hint) for error in loaded.errors)
     hint = "Correct or remove it; `ironhive config` shows the effective configuration."
     checks.extend(_check("Config warning", "warning", warning, hint) for warning in loaded.warnings)
-    if not loaded.warnings:
+    if not loaded.warnings and not loaded.errors:
         read = ", ".join(str(path) for path in loaded.sources)
         message = f"No problems in {read}" if read else "No config files; defaults and the environment apply"
         checks.append(_check("Config files", "pass", message))

@@ -135,9 +135,13 @@ def _show() -> int:
     from ironhive.adapters.config.loader import load_config
     from ironhive.adapters.config.masking import is_secret_name
     from ironhive.adapters.config.writer import display_value, flatten
+    from ironhive.domain.errors import ConfigurationError
 
     _secure_user_directory()
-    loaded = load_config(home=Path.home(), project=Path.cwd(), environ=os.environ)
+    try:
+        loaded = load_config(home=Path.home(), project=Path.cwd(), environ=os.environ)
+    except ConfigurationError as error:
+        return _fail(str(error))
     for notice in loaded.notices:
         sys.stderr.write(f"{notice}\n")
     for warning in loaded.warnings:

@@ -155,10 +155,65 @@ def test_a_malformed_global_file_is_an_error_for_set_get_and_unset(cli: Cli) -> 
     for args in (("set", "openai.model", "x"), ("get", "openai.model"), ("get",), ("unset", "openai")):
         completed = cli(*args)
         assert completed.returncode == 1, args
-        assert cli.scrub(completed.stderr).startswith(
-            "Error: Malformed YAML in <tmp>/home/.ironhive/config.yaml (line 2)"
-        )
+        assert cli.scrub(completed.stderr).startswith("Error: Malformed YAML in <tmp>/home/.ironhive/config.yaml:2: ")
     assert cli.global_file.read_text() == "openai: [unclosed\n"
+
+
+HAND_WRITTEN = """\
+# My ironhive settings (kept by hand)
+
+openai:  # the paid provider
+    apiKey: 'sk-hand-written-1234'   # from the team vault
+    # the model below is the cheap one
+    model: gpt-4o-mini
+
+# local inference stays off
+lmsupply:
+    enabled: false
+compaction:
+    targetRatio: 0.5
+# last line comment
+"""
+
+
+def test_set_and_unset_keep_comments_order_and_formatting_of_the_rest_of_the_file(cli: Cli) -> None:
+    cli.global_file.parent.mkdir(mode=0o700)
+    cli.global_file.write_text(HAND_WRITTEN)
+    lines = HAND_WRITTEN.splitlines(keepends=True)
+
+    assert cli("set", "openai.model", "gpt-5").returncode == 0  # an existing nested key: only its own line changes
+    expected = [line.replace("gpt-4o-mini", "gpt-5") for line in lines]
+    assert cli.global_file.read_text() == "".join(expected)
+
+    assert cli("set", "openai.endpoint", "https://proxy.example/v1").returncode == 0  # a new key in a section
+    expected.insert(expected.index("    model: gpt-5\n") + 1, "    endpoint: https://proxy.example/v1\n")
+    assert cli.global_file.read_text() == "".join(expected)
+
+    assert cli("set", "chatBehavior.maximumIterationsPerRequest", "7").returncode == 0  # a new nested section
+    expected[-1:-1] = ["chatBehavior:\n", "    maximumIterationsPerRequest: 7\n"]
+    assert cli.global_file.read_text() == "".join(expected)
+
+    assert cli("unset", "openai.model").returncode == 0  # the comment above it stays: it may be about the section
+    expected.remove("    model: gpt-5\n")
+    assert cli.global_file.read_text() == "".join(expected)
+
+    assert cli("unset", "lmsupply.enabled").returncode == 0  # the section left empty goes, the comments stay
+    expected.remove("lmsupply:\n")
+    expected.remove("    enabled: false\n")
+    assert cli.global_file.read_text() == "".join(expected)
+    assert cli.global_file.stat().st_mode & 0o777 == 0o600
+    assert yaml.safe_load(cli.global_file.read_text()) == {
+        "openai": {"apiKey": "sk-hand-written-1234", "endpoint": "https://proxy.example/v1"},
+        "compaction": {"targetRatio": 0.5},
+        "chatBehavior": {"maximumIterationsPerRequest": 7},
+    }
+
+
+def test_a_value_yaml_would_read_as_another_type_is_written_so_it_reads_back_as_set(cli: Cli) -> None:
+    for raw in ("yes", "1:20", "on", "null"):
+        assert cli("set", "openai.model", raw).returncode == 0
+        assert yaml.safe_load(cli.global_file.read_text()) == {"openai": {"model": raw}}
+        assert cli("get", "openai.model").stdout == f"{raw}\n"
 
 
 def test_config_show_merges_every_layer(cli: Cli, snapshot: SnapshotAssertion) -> None:

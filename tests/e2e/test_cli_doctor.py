@@ -208,9 +208,12 @@ def test_config_warnings_and_an_invalid_permission_file(doctor: Doctor, snapshot
     assert code == 1
     assert text == snapshot
     warnings = [check for check in checks_of(report, "Configuration") if check["status"] == "warning"]
-    assert [check["name"] for check in warnings] == ["Config warning", "Config warning"]
-    assert "Unknown config key 'openai.modle'" in str(warnings[0]["message"])
-    assert "Malformed YAML" in str(warnings[1]["message"])
+    assert [check["name"] for check in warnings] == ["Config warning"]
+    global_file = doctor.config_dir / "config.yaml"
+    assert str(warnings[0]["message"]) == f"Unknown config key 'openai.modle' in {global_file}:2 ignored"
+    broken = named(report, "Config file")  # the trusted project's malformed file stops every run: an error
+    assert broken["status"] == "error"
+    assert str(broken["message"]).startswith(f"Malformed YAML in {project_config / 'config.yaml'}:2: ")
     assert named(report, "Permission policy")["status"] == "error"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -229,13 +230,15 @@ def test_unknown_keys_at_every_depth_are_reported_as_dotted_paths(home: Path, pr
             7: "numeric key",
         },
     )
+    lines = path.read_text().splitlines()
+    line_of = {text.strip().partition(":")[0]: number for number, text in enumerate(lines, start=1)}
     loaded = load(home, project)
     assert loaded.warnings == (
-        f"Unknown config key 'bogus' in {path} ignored",
-        f"Unknown config key 'openai.apikey' in {path} ignored",
-        f"Unknown config key 'openai.api_key' in {path} ignored",
-        f"Unknown config key 'compaction.goalReminder.shout' in {path} ignored",
-        f"Unknown config key '7' in {path} ignored",
+        f"Unknown config key 'bogus' in {path}:{line_of['bogus']} ignored",
+        f"Unknown config key 'openai.apikey' in {path}:{line_of['apikey']} ignored",
+        f"Unknown config key 'openai.api_key' in {path}:{line_of['api_key']} ignored",
+        f"Unknown config key 'compaction.goalReminder.shout' in {path}:{line_of['shout']} ignored",
+        f"Unknown config key '7' in {path}:{line_of['7']} ignored",
     )
     assert loaded.config.openai.model == "kept"
     assert loaded.config.openai.api_key is None
@@ -256,27 +259,52 @@ def test_the_original_goal_reminder_spelling_is_accepted(home: Path, project: Pa
 
 
 @pytest.mark.parametrize("broken", ["global", "project"])
-def test_a_malformed_yaml_file_is_skipped_with_its_line_and_the_others_load(
+def test_a_malformed_yaml_file_of_the_user_or_a_trusted_project_stops_the_load_naming_file_and_line(
     home: Path, project: Path, broken: str
 ) -> None:
     good = {"openai": {"model": "good-model"}}
     bad = "openai:\n  model: x\n  endpoint: [unclosed\nanthropic: {}\n"
     global_file = write_yaml(global_config_path(home), bad if broken == "global" else good)
     project_file = write_yaml(project_config_path(project), bad if broken == "project" else good)
-    loaded = load(home, project, {"ANTHROPIC_MODEL": "claude"})
     broken_file = global_file if broken == "global" else project_file
-    (warning,) = loaded.warnings
-    assert warning.startswith(f"Malformed YAML in {broken_file} (line 4): ")
-    assert warning.endswith("; the file was ignored")
+    with pytest.raises(ConfigurationError, match=rf"^Malformed YAML in {re.escape(str(broken_file))}:4: "):
+        load(home, project, {"ANTHROPIC_MODEL": "claude"})
+
+
+@pytest.mark.parametrize("broken", ["global", "project"])
+def test_a_non_strict_load_lists_the_malformed_file_as_an_error_and_loads_the_others(
+    home: Path, project: Path, broken: str
+) -> None:
+    good = {"openai": {"model": "good-model"}}
+    bad = "openai:\n  model: x\n  endpoint: [unclosed\nanthropic: {}\n"
+    global_file = write_yaml(global_config_path(home), bad if broken == "global" else good)
+    project_file = write_yaml(project_config_path(project), bad if broken == "project" else good)
+    trusted = ProjectTrust(home=home, store=TrustStore.for_home(home), trust_all=True)
+    loaded = load_config(home=home, project=project, environ={"ANTHROPIC_MODEL": "claude"}, trust=trusted, strict=False)
+    broken_file = global_file if broken == "global" else project_file
+    (error,) = loaded.errors
+    assert error.startswith(f"Malformed YAML in {broken_file}:4: ")
+    assert loaded.warnings == ()
     assert loaded.config.openai.model == "good-model"
     assert loaded.config.anthropic.model == "claude"
     assert broken_file not in loaded.sources
 
 
-def test_a_file_whose_top_level_is_not_a_mapping_is_skipped(home: Path, project: Path) -> None:
+def test_an_untrusted_projects_malformed_file_is_only_a_warning(home: Path, project: Path) -> None:
+    path = write_yaml(project_config_path(project), "compaction:\n  enabled: [unclosed\n")
+    untrusted = ProjectTrust(home=home, store=TrustStore.for_home(home))
+    loaded = load_config(home=home, project=project, environ={}, trust=untrusted)
+    (warning,) = loaded.warnings
+    assert warning.startswith(f"Malformed YAML in {path}:3: ")
+    assert warning.endswith("; the file was ignored (it is not trusted, so it cannot stop a run)")
+    assert loaded.errors == ()
+
+
+def test_a_file_whose_top_level_is_not_a_mapping_stops_the_load(home: Path, project: Path) -> None:
     path = write_yaml(global_config_path(home), "- just\n- a list\n")
-    (warning,) = load(home, project).warnings
-    assert warning == f"{path} must hold a mapping of sections at the top level, not list; the file was ignored"
+    with pytest.raises(ConfigurationError) as raised:
+        load(home, project)
+    assert str(raised.value) == f"{path} must hold a mapping of sections at the top level, not list"
 
 
 @pytest.mark.parametrize(
@@ -299,7 +327,11 @@ def test_a_bad_value_is_reported_and_ignored_and_the_rest_of_the_file_loads(
     path = write_yaml(project_config_path(project), {**document, "advisor": {"model": "kept"}})
     loaded = load(home, project)
     (warning,) = loaded.warnings
-    assert warning.startswith(f"Invalid value for config key '{key}' in {path} ignored: ")
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.startswith(key.split(".")[0]))
+    if "." in key:  # the nested key's own line
+        leaf = key.rsplit(".", 1)[1]
+        line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith(leaf))
+    assert warning.startswith(f"Invalid value for config key '{key}' in {path}:{line} ignored: ")
     assert message in warning
     assert loaded.config.advisor.model == "kept"
     if key == "ollama.enabled":

@@ -121,7 +121,7 @@ def test_hostile_yaml_is_refused_quickly_with_a_line(text: str, problem: str) ->
 def test_a_duplicate_key_in_a_config_file_names_the_file_and_the_line(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("openai:\n  model: a\n  model: b\n")
-    with pytest.raises(YamlSyntaxError, match=r"Malformed YAML in .*config\.yaml \(line 3\): duplicate key 'model'"):
+    with pytest.raises(YamlSyntaxError, match=r"Malformed YAML in .*config\.yaml:3: duplicate key 'model'"):
         read_yaml_mapping(path)
 
 
