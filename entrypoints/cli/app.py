@@ -20,9 +20,22 @@ from ironhive.cli.session_commands import register as register_session_commands
 from ironhive.cli.trust_command import register as register_trust_command
 from ironhive.cli.update import register as register_update
 
+HELP = """ironhive — a universal agent host: give it a task, it plans, runs tools and reports.
+
+For example:
+
+  ironhive                               interactive mode (on a terminal)
+  ironhive "explain this repo"           one prompt, then exit (as -p)
+  git diff | ironhive -p "commit message for this"   stdin follows the prompt
+  ironhive --provider ollama -m llama3.2 "hi"
+  ironhive sessions list                 this project's sessions
+  ironhive --install-completion          tab completion for bash, zsh or fish
+"""
+
 app = App(
     name="ironhive",
-    help="ironhive — a universal agent host: give it a task, it plans, runs tools and reports.",
+    help=HELP,
+    help_format="plaintext",
     version=f"ironhive {__version__}",
     default_parameter=Parameter(negative=()),
     result_action="return_value",
@@ -36,7 +49,7 @@ PROVIDER_HELP = f"Provider to use (default: the first configured): {provider_nam
 
 @app.default
 def chat(
-    *,
+    *words: Annotated[str, Parameter(name="PROMPT", help="Run this one prompt and exit (quote it; the same as -p).")],
     prompt: Annotated[str | None, Parameter(name=["-p", "--prompt"], help="Run this one prompt and exit.")] = None,
     model: Annotated[str | None, Parameter(name=["-m", "--model"], help="Model to use (or provider/model).")] = None,
     provider: Annotated[str | None, Parameter(help=PROVIDER_HELP)] = None,
@@ -53,13 +66,22 @@ def chat(
     resume: Annotated[str | None, Parameter(name=["-r", "--resume"], help="Resume the session with this id.")] = None,
     fork: Annotated[bool, Parameter(help="With -c/-r: continue in a copy of that session.")] = False,
 ) -> int:
-    """Interactive mode on a terminal, or one prompt with -p (or piped on stdin)."""
+    """Interactive mode on a terminal, or one prompt (an argument, -p, or piped on stdin) and exit."""
+    from ironhive.cli.prompt_input import PromptInputError, one_shot_prompt, positional_prompt
     from ironhive.domain.sessions import SessionRequest
 
+    try:
+        positional = positional_prompt(words, command_names())
+    except PromptInputError as error:
+        return _input_error(error)
+    if positional is not None and prompt is not None:
+        sys.stderr.write("Error: Give the prompt once: as an argument or with -p, not both.\n")
+        return 2
+    prompt = positional if positional is not None else prompt
     session = SessionRequest(continue_latest=continue_, resume=resume, fork=fork)
     from ironhive.cli.one_shot import OneShotRequest, run_one_shot
 
-    if prompt is None and sys.stdin.isatty():
+    if prompt is None and sys.stdin is not None and sys.stdin.isatty():
         from ironhive.cli.interactive import InteractiveRequest, run_interactive
 
         return run_interactive(
@@ -74,10 +96,14 @@ def chat(
             ),
             environ=os.environ,
         )
+    try:
+        prompt = one_shot_prompt(prompt)
+    except PromptInputError as error:
+        return _input_error(error)
     if prompt is None:
-        prompt = sys.stdin.read().strip() or None
-    if prompt is None:
-        sys.stderr.write("Error: Prompt is required: pass -p PROMPT, pipe it on stdin, or start on a terminal.\n")
+        sys.stderr.write(
+            "Error: Prompt is required: pass a PROMPT or -p PROMPT, pipe it on stdin, or start on a terminal.\n"
+        )
         return 1
     return run_one_shot(
         OneShotRequest(
@@ -149,7 +175,12 @@ def run(
             approval_timeout_seconds=approval_timeout,
         )
         return run_server(request) if http is None else run_http(http, request)
-    text = prompt_argument or prompt
+    from ironhive.cli.prompt_input import PromptInputError, one_shot_prompt
+
+    try:
+        text = one_shot_prompt(prompt_argument or prompt or None)
+    except PromptInputError as error:
+        return _input_error(error)
     if not text:
         sys.stderr.write("Error: Prompt is required.\n")
         return 1
@@ -175,19 +206,43 @@ def run(
     )
 
 
+@app.command(name="completion")
+def completion(shell: Annotated[Literal["bash", "zsh", "fish"], Parameter(name="SHELL")], /) -> int:
+    """Print the shell completion script for bash, zsh or fish (or install it with --install-completion)."""
+    sys.stdout.write(app.generate_completion(shell=shell, prog_name="ironhive"))
+    return 0
+
+
+def command_names() -> list[str]:
+    """The names of the top-level commands (``run``, ``sessions``, …), without the ``--help``-style ones."""
+    return [name for name in app if not name.startswith("-")]
+
+
+def _input_error(error: Exception) -> int:
+    sys.stderr.write(f"Error: {error}\n")
+    return getattr(error, "code", 1)
+
+
 def run_app(args: list[str]) -> int:
     """Parse ``args`` and run the matching command; returns the exit code."""
+    from ironhive.cli.render import color_enabled
     from ironhive.lean_imports import import_dependency_injector
 
     import_dependency_injector()  # this process never uses dependency-injector's wiring: skip what it probes for
+    console = None
+    if not color_enabled(sys.stdout) and sys.stdout is not None and sys.stdout.isatty():
+        from ironhive.cli.render import rich_console
+
+        console = rich_console()  # help on a terminal under NO_COLOR: laid out as usual, without escape sequences
     try:
-        result = app(args, exit_on_error=False, print_error=True)
-    except SystemExit as stop:  # cyclopts exits for --help/--version/usage errors
+        result = app(args, console=console, exit_on_error=False, print_error=False)
+    except SystemExit as stop:  # cyclopts exits for --help/--version
         return stop.code if isinstance(stop.code, int) else 0
     except Exception as error:
         from cyclopts import CycloptsError
 
         if isinstance(error, CycloptsError):
+            sys.stderr.write(f"Error: {error}\n")  # one plain line, as every other error (no box, no colour)
             return 2
         raise
     return result if isinstance(result, int) else 0
@@ -205,3 +260,4 @@ for register in (
     register_daemon_command,
 ):
     register(app)
+app.register_install_completion_command(add_to_startup=True, help="Install shell completion (bash, zsh or fish).")

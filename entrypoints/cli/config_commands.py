@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from cyclopts import App, Parameter
 
@@ -108,15 +108,11 @@ def unset_command(key: Annotated[str, Parameter(name="KEY", help="Dotted key, e.
 
 def config_command(
     action: Annotated[
-        str, Parameter(name="ACTION", help="show (default): the merged configuration; path: files.")
+        Literal["show", "path"], Parameter(name="ACTION", help="show (default): the merged configuration; path: files.")
     ] = "show",
 ) -> int:
-    """Show all configuration, or the config file path."""
-    if action == "show":
-        return _show()
-    if action == "path":
-        return _path()
-    return _fail(f"Unknown action '{action}'. Use 'show' or 'path'.")
+    """Show all configuration, or the config file path (another ACTION is a usage error, exit 2)."""
+    return _show() if action == "show" else _path()
 
 
 def register(app: App) -> None:

@@ -11,6 +11,7 @@ from typing import Final, TextIO
 
 from ironhive.adapters.llamacpp.client import LlamaCppChatClient
 from ironhive.adapters.llamacpp.progress import LocalProgress
+from ironhive.cli.render import color_enabled
 from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
 
 ERASE_LINE: Final = "\r\x1b[2K"
@@ -47,6 +48,7 @@ class LocalProgressLine:
     def __init__(self, stream: TextIO, *, width: int | None = None) -> None:
         self._stream = stream
         self._enabled = _is_terminal(stream)
+        self._escapes = color_enabled(stream)  # NO_COLOR: the line is blanked with spaces, not an erase sequence
         self._width = width
         self._lock = threading.Lock()
         self._shown = False
@@ -92,6 +94,8 @@ class LocalProgressLine:
                 self._paused -= 1
 
     def _write(self, text: str) -> None:
+        if not self._escapes:
+            text = text.replace(ERASE_LINE, "\r" + " " * (self._columns() - 1) + "\r")
         with contextlib.suppress(OSError, ValueError):  # a closed or broken stderr must not end a generation
             self._stream.write(text)
             self._stream.flush()

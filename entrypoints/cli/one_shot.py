@@ -23,7 +23,7 @@ from ironhive.cli.render import (
     TextRenderer,
     replay,
 )
-from ironhive.domain.errors import ConfigurationError, IronHiveError
+from ironhive.domain.errors import IronHiveError
 from ironhive.domain.sessions import SessionRequest
 from ironhive.domain.turn import TurnCompleted, TurnRecord
 
@@ -98,17 +98,12 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
         config = load_configuration(environ, project, ask=True).config
         # Before the heavy imports below: a local model then loads in its worker while this process imports and wires.
         start_local_model_early(config, request.provider, request.model, environ)
-        from ironhive.adapters.console_approval import ConsoleApprovalService
         from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
-        from ironhive.agent_factory import AgentSettings, open_agent
+        from ironhive.agent_factory import open_agent
+        from ironhive.cli.console_settings import console_settings
 
-        settings = AgentSettings.from_config(
-            config,
-            provider=request.provider,
-            model=request.model,
-            working_directory=project,
-            approval=ConsoleApprovalService(),
-            initial_mode=_initial_mode(request),
+        settings = console_settings(
+            config, provider=request.provider, model=request.model, project=project, initial_mode=_initial_mode(request)
         )
         agent = await stack.enter_async_context(open_agent(settings, trust=ConsoleTrustDecider()))
         binding = await agent.open_session(request.session)
@@ -129,15 +124,13 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
                 renderer.chunk(chunk)
         await binding.record(request.prompt, turn)
     except asyncio.CancelledError:
-        return await _end(renderer, binding, started, CANCELLED, CANCELLED, EXIT_CANCELLED)
-    except ConfigurationError as error:
-        return await _end(renderer, binding, started, f"Configuration Error: {error}", str(error), EXIT_ERROR, request)
-    except IronHiveError as error:
-        return await _end(renderer, binding, started, str(error), str(error), EXIT_ERROR, request)
+        return await _end(renderer, binding, started, CANCELLED, EXIT_CANCELLED)
+    except IronHiveError as error:  # a ConfigurationError too: the renderer's "Error: " is its one prefix
+        return await _end(renderer, binding, started, str(error), EXIT_ERROR)
     except Exception as error:  # the last line of defence: a clear message, never a traceback on stdout
         log.debug("unhandled error", exc_info=True)
         message = f"{type(error).__name__}: {error}"
-        return await _end(renderer, binding, started, message, message, EXIT_ERROR, request)
+        return await _end(renderer, binding, started, message, EXIT_ERROR)
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
         await stack.aclose()
@@ -164,15 +157,12 @@ async def _end(
     renderer: Renderer,
     binding: SessionBinding | None,
     started: bool,
-    text_message: str,
-    machine_message: str,
+    message: str,
     code: int,
-    request: OneShotRequest | None = None,
 ) -> int:
     """Report a failed or cancelled run (``start`` first when nothing was written yet) and end its session."""
     if not started:
         renderer.start(None)
-    message = text_message if request is None or request.output == "text" else machine_message
     renderer.fail(message, code)
     if binding is not None:
         with contextlib.suppress(IronHiveError, OSError):

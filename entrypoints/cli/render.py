@@ -6,8 +6,8 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
-from typing import Protocol, TextIO
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from ironhive.domain.turn import (
     AddendumChunk,
@@ -24,7 +24,42 @@ from ironhive.domain.turn import (
 )
 from ironhive.ports.chat import ToolCallPart, Usage
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 CANCELLED = "cancelled"
+
+
+def color_enabled(stream: TextIO | None, *, plain: bool = False, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether escape sequences may be written to ``stream``, decided in the order CPython decides it for itself.
+
+    ``--plain`` and a non-empty ``NO_COLOR`` never allow them, a non-empty ``FORCE_COLOR`` always does (a pipe into
+    ``less -R``), ``TERM=dumb`` does not, and otherwise only a terminal does.
+    """
+    env = os.environ if environ is None else environ
+    if plain or env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    if env.get("TERM") == "dumb" or stream is None:
+        return False
+    try:
+        return stream.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def rich_console(stream: TextIO | None = None, *, plain: bool = False, **options: Any) -> Console:
+    """A rich console on ``stream`` (stdout by default) that writes escape sequences only when :func:`color_enabled`.
+
+    Without colour it keeps its layout (box lines, widths) but writes no style, colour or cursor movement.
+    """
+    from rich.console import Console
+
+    out = stream or sys.stdout
+    if color_enabled(out, plain=plain):
+        return Console(file=out, force_terminal=True, **options)
+    return Console(file=out, force_terminal=False, color_system=None, **options)
 
 
 def compact_json(value: object) -> str:
@@ -260,7 +295,7 @@ class TextRenderer:
         self._show_tokens = show_tokens
         self._out = out or sys.stdout
         self._err = err or sys.stderr
-        self._color = not plain and self._out.isatty()
+        self._color = color_enabled(self._out, plain=plain)
         self._plain = plain
         self._at_line_start = True
         self._thinking_open = False

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, Literal, TextIO
 
 from cyclopts import App, Parameter
 
@@ -22,7 +22,9 @@ def register(app: App) -> None:
 
 
 def sessions(
-    action: Annotated[str, Parameter(name="ACTION", help="list (default) or delete; anything else lists.")] = "list",
+    action: Annotated[
+        Literal["list", "delete"], Parameter(name="ACTION", help="list (default) or delete (another is an error).")
+    ] = "list",
     session_id: Annotated[str | None, Parameter(name="ID", help="The session to delete.")] = None,
     /,
     *,
@@ -39,7 +41,7 @@ def sessions(
     as_json = output.strip().lower() == "json"
     store = DiskCacheSessionStore(Path.home() / ".ironhive", Path.cwd())
     try:
-        if action.strip().lower() == "delete":
+        if action == "delete":
             return asyncio.run(_delete(store, session_id, as_json=as_json, yes=yes))
         return asyncio.run(_list(store, limit, as_json=as_json))
     except IronHiveError as error:
@@ -127,16 +129,17 @@ def plain_table(found: Sequence[SessionInfo]) -> str:
 
 
 def _print_rich_table(found: Sequence[SessionInfo]) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from ironhive.cli.render import rich_console
 
     table = Table(title="Sessions")
     for header in _HEADERS:
         table.add_column(header, justify="right" if header == "Messages" else "left")
     for row in table_rows(found):
         table.add_row(*(Text(cell) for cell in row))  # Text: a "[" in a message is not rich markup
-    Console().print(table)
+    rich_console().print(table)  # no escape sequences under NO_COLOR
 
 
 def _confirm(question: str, terminal_in: TextIO, terminal_out: TextIO) -> bool:

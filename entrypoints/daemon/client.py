@@ -33,6 +33,8 @@ else:
 
 WARM_COMMANDS = frozenset({"models", "sessions", "get", "set", "unset", "config", "doctor"})
 """Subcommands that never need a terminal of their own and run the same forked."""
+DIRECT_COMMANDS = frozenset({"mcp", "trust", "update", "protocol", "daemon", "completion"})
+"""The other subcommands; any other first word is a positional prompt (or a mistyped command: an error either way)."""
 
 VALUE_OPTIONS = frozenset(
     {"-p", "--prompt", "-m", "--model", "--provider", "-o", "--output", "-r", "--resume", "--http", "--session-id"}
@@ -65,8 +67,8 @@ def strip_no_daemon(args: list[str]) -> tuple[list[str], bool]:
 
 
 def is_warm_command(args: list[str], stdin_is_terminal: bool) -> bool:
-    """Whether ``args`` name a non-interactive run: ``-p`` (or a piped prompt), ``run`` without ``--server`` or
-    ``--http``, ``models``, ``sessions``, ``get``/``set``/``unset``/``config`` and ``doctor``."""
+    """Whether ``args`` name a non-interactive run: ``-p``, a positional prompt or a piped one, ``run`` without
+    ``--server`` or ``--http``, ``models``, ``sessions``, ``get``/``set``/``unset``/``config`` and ``doctor``."""
     if not args:
         return not stdin_is_terminal
     first = args[0]
@@ -74,8 +76,10 @@ def is_warm_command(args: list[str], stdin_is_terminal: bool) -> bool:
         return True
     if first == "run":
         return not any(token in ("--server", "--http") or token.startswith("--http=") for token in args)
-    if not first.startswith("-") or any(token in ("-h", "--help", "--version") for token in args):
+    if any(token in ("-h", "--help", "--version") for token in args):
         return False
+    if not first.startswith("-"):
+        return first not in DIRECT_COMMANDS
     prompt = any(token in ("-p", "--prompt") or token.startswith(("--prompt=", "-p=")) for token in args)
     return prompt or not stdin_is_terminal
 

@@ -257,7 +257,8 @@ def test_config_path(cli: Cli, snapshot: SnapshotAssertion) -> None:
     assert cli.scrub(after.stdout) == snapshot(name="after-set")
 
 
-def test_config_with_an_unknown_action_exits_1(cli: Cli) -> None:
+def test_config_with_an_unknown_action_is_a_usage_error(cli: Cli) -> None:
     completed = cli("config", "bogus")
-    assert (completed.returncode, completed.stdout) == (1, "")
-    assert completed.stderr == "Error: Unknown action 'bogus'. Use 'show' or 'path'.\n"
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr.startswith('Error: Invalid value "bogus" for ACTION. Choose from: "show", "path".')
+    assert 'Did you mean "show"?' in cli("config", "shw").stderr

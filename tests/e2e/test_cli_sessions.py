@@ -70,15 +70,16 @@ def test_list_json_of_every_kind_of_session(tmp_path: Path, workspace: Path, sna
     assert len(listed[1]["firstMessage"]) == 100
 
 
-def test_list_json_honours_the_limit_and_unknown_actions_list(
+def test_list_json_honours_the_limit_and_an_unknown_action_is_a_usage_error(
     tmp_path: Path, workspace: Path, snapshot: SnapshotAssertion
 ) -> None:
     asyncio.run(seed(tmp_path, workspace))
     limited = sessions("list", "-o", "json", "-n", "2", home=tmp_path, cwd=workspace)
     assert limited.returncode == 0, limited.stderr
     assert limited.stdout == snapshot
-    unknown = sessions("show", "-o", "json", "--limit", "2", home=tmp_path, cwd=workspace)
-    assert (unknown.returncode, unknown.stdout) == (0, limited.stdout)
+    unknown = sessions("dlete", "x", "-o", "json", home=tmp_path, cwd=workspace)
+    assert (unknown.returncode, unknown.stdout) == (2, "")
+    assert unknown.stderr.startswith('Error: Invalid value "dlete" for ACTION. Choose from: "list", "delete".')
 
 
 def test_list_json_without_sessions_is_an_empty_array(tmp_path: Path, workspace: Path) -> None:

@@ -176,6 +176,10 @@ def test_frames_carry_descriptors_and_the_peer_uid() -> None:
         (["daemon", "status"], False, False),
         (["mcp", "list"], False, False),
         (["trust"], False, False),
+        (["completion", "bash"], True, False),
+        (["explain this repo"], True, True),
+        (["explain this repo", "-o", "json"], False, True),
+        (["explain this repo", "--help"], True, False),
     ],
 )
 def test_only_non_interactive_commands_go_warm(args: list[str], terminal: bool, warm: bool) -> None:

@@ -1,0 +1,32 @@
+"""The agent settings of a console run (one prompt or interactive): configuration, command line, console approvals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ironhive.adapters.config.schema import IronHiveConfig
+    from ironhive.agent_factory import AgentSettings
+    from ironhive.domain.permissions.modes import Mode
+
+
+def console_settings(
+    config: IronHiveConfig, *, provider: str | None, model: str | None, project: Path, initial_mode: Mode
+) -> AgentSettings:
+    """Settings for an agent working in ``project`` that asks its approvals on the console.
+
+    Raises:
+        ConfigurationError: No provider fits, or a section is invalid.
+    """
+    from ironhive.adapters.console_approval import ConsoleApprovalService
+    from ironhive.agent_factory import AgentSettings
+
+    return AgentSettings.from_config(
+        config,
+        provider=provider,
+        model=model,
+        working_directory=project,
+        approval=ConsoleApprovalService(),
+        initial_mode=initial_mode,
+    )
