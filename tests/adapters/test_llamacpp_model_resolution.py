@@ -36,6 +36,12 @@ def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("no_proxy", "*")
 
 
+@pytest.fixture(autouse=True)
+def no_telemetry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub would fetch its agent-harness list from the real Hub (HF_ENDPOINT is read at its import)."""
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_TELEMETRY", True)
+
+
 @pytest.fixture
 async def hub() -> AsyncIterator[Hub]:
     state = Hub()
