@@ -192,7 +192,7 @@ class InteractiveSession:
 def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) -> int:
     """Start the interactive mode; returns the exit code."""
     from ironhive.adapters.console_approval import ConsoleApprovalService
-    from ironhive.agent_factory import AgentSettings
+    from ironhive.cli.console_settings import console_settings
     from ironhive.configuration import load_configuration
     from ironhive.domain.permissions.modes import Mode
 
@@ -205,18 +205,18 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
     )
     try:
         try:
-            settings = AgentSettings.from_config(
+            settings = console_settings(
                 load_configuration(environ, project, ask=True).config,
                 provider=request.provider,
                 model=request.model,
-                working_directory=project,
+                project=project,
                 approval=ConsoleApprovalService(),
                 initial_mode=Mode.PLANNING if request.planning else Mode.WORKING,
             )
             agent, release = hold_agent(event_loop, settings)
             binding = event_loop.run_until_complete(agent.open_session(request.session))
         except IronHiveError as error:
-            sys.stderr.write(f"Configuration Error: {error}\n")
+            sys.stderr.write(f"Error: {error}\n")
             return 1
         if isinstance(agent.client, Preloadable):
             from rich.console import Console
