@@ -1,4 +1,4 @@
-"""The environment-variable layer: the exact variables the original reads, and a small ``.env`` parser.
+"""The environment-variable layer: the exact variables the original reads, and ``.env`` files read by python-dotenv.
 
 Only the variables of :data:`ENVIRONMENT_VARIABLES` count (there are no ``IRONHIVE_*`` variables). A variable
 overrides only when its value is not blank. ``*_ENABLED`` variables are true only for the text ``true``
@@ -8,7 +8,9 @@ overrides only when its value is not blank. ``*_ENABLED`` variables are true onl
 
 from __future__ import annotations
 
+import io
 import re
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,66 +44,51 @@ class DotEnv:
     """A parsed ``.env`` file.
 
     Attributes:
-        values: Each variable's value (a later line wins).
-        warnings: One message per line that could not be read.
+        values: Each variable's value (a later line wins), ``${VAR}`` references expanded.
+        warnings: One message per statement that could not be read, naming ``file:line``.
     """
 
     values: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+_SINGLE_QUOTED = re.compile(r"\s*(?:export\s+)?(?:'[^']+'|[^=#\s]+)\s*=\s*'")
+"""A binding whose value is in single quotes (python-dotenv's key grammar): its text is literal, never expanded."""
 
 
-def parse_dotenv(text: str, source: str) -> DotEnv:
-    """Parse ``.env`` text without touching the process environment.
+def parse_dotenv(text: str, source: str, environ: Mapping[str, str] | None = None) -> DotEnv:
+    """Parse ``.env`` text with python-dotenv, without touching the process environment.
 
-    Accepted per line: blank lines, ``# comments``, ``[export ]NAME=value`` with the value bare (a `` #`` starts a
-    comment), in single quotes (literal) or in double quotes (``\\n``, ``\\t``, ``\\"`` and ``\\\\`` escapes). A value
-    cannot span lines.
+    python-dotenv's grammar: ``# comments``, ``[export ]NAME=value``, values bare (a `` #`` starts a comment), in
+    single quotes (literal, may span lines) or double quotes (escapes such as ``\\n``, may span lines). In bare and
+    double-quoted values ``${VAR}`` and ``${VAR:-default}`` expand, as ``dotenv_values`` expands them, from the
+    file's earlier lines first, then from ``environ`` (not ``os.environ``, which ``dotenv_values`` would read: a
+    server or the warm process hands in the environment of the run). A name alone (``NAME`` without ``=``) sets
+    nothing.
 
     Args:
         text: The file's text.
         source: The file's name for warnings.
+        environ: The variables ``${VAR}`` may refer to besides the file's own (none when omitted).
 
     Returns:
-        The values and a warning per unreadable line.
+        The values and a warning per unreadable statement.
     """
+    from dotenv.parser import parse_stream
+    from dotenv.variables import parse_variables
+
+    outside = environ if environ is not None else {}
     values: dict[str, str] = {}
     warnings: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            warnings.append(f"Unreadable statement at {source}:{binding.original.line} ignored")
             continue
-        if line.startswith("export ") or line.startswith("export\t"):
-            line = line[len("export") :].lstrip()
-        name, equals, rest = line.partition("=")
-        name = name.strip()
-        value = _value(rest.strip()) if equals else None
-        if not _NAME.fullmatch(name) or value is None:
-            warnings.append(f"Unreadable line {number} in {source} ignored")
+        if binding.key is None or binding.value is None:
             continue
-        values[name] = value
+        if _SINGLE_QUOTED.match(binding.original.string):
+            values[binding.key] = binding.value
+            continue
+        scope = ChainMap(values, dict(outside))
+        values[binding.key] = "".join(atom.resolve(scope) for atom in parse_variables(binding.value))
     return DotEnv(values=values, warnings=tuple(warnings))
-
-
-def _value(text: str) -> str | None:
-    if not text or text[0] not in "'\"":
-        return re.split(r"\s#", text, maxsplit=1)[0].rstrip()
-    quote = text[0]
-    characters: list[str] = []
-    index = 1
-    while index < len(text):
-        character = text[index]
-        if character == quote:
-            tail = text[index + 1 :].strip()
-            return "".join(characters) if not tail or tail.startswith("#") else None
-        if quote == '"' and character == "\\" and index + 1 < len(text):
-            following = text[index + 1]
-            characters.append(_ESCAPES.get(following, "\\" + following))
-            index += 2
-            continue
-        characters.append(character)
-        index += 1
-    return None  # the closing quote is missing

@@ -32,10 +32,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ironhive.adapters.config.environment import ENVIRONMENT_VARIABLES, environment_layer, parse_dotenv
-from ironhive.adapters.config.files import dotenv_path, global_config_path, parse_yaml_mapping, project_config_path
+from ironhive.adapters.config.environment import ENVIRONMENT_VARIABLES, environment_layer
+from ironhive.adapters.config.files import dotenv_path, global_config_path, project_config_path
+from ironhive.adapters.config.layers import KeyLines, read_dotenv_layer, read_yaml_layer
 from ironhive.adapters.config.legacy import migrate_legacy_settings
-from ironhive.adapters.config.safe_files import decode_text, read_limited_bytes, yaml_key_lines
+from ironhive.adapters.config.safe_files import read_limited_bytes
 from ironhive.adapters.config.schema import (
     WHOLE_SECTIONS,
     ConfigSection,
@@ -61,8 +62,6 @@ TRUST_HINT = (
 )
 
 _Warn = Callable[[str], None]
-_Fail = Callable[[ConfigurationError], None]
-_Lines = Mapping[tuple[str, ...], int]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -134,7 +133,7 @@ def load_config(
     project_file = project_config_path(project)
     files = [global_file] if _same_file(global_file, project_file) else [global_file, project_file]
     for path in files:
-        read = _yaml_layer(path, trust if path is project_file else None, warnings.append, errors.append)
+        read = read_yaml_layer(path, trust if path is project_file else None, warnings.append, errors.append)
         if read is None:
             continue
         sources.append(path)
@@ -147,11 +146,11 @@ def load_config(
         merged = overlay(merged, layer)
     merged = overlay(merged, clean_layer(environment_layer(environ), ENVIRONMENT_SOURCE, warnings.append))
     dotenv_file = dotenv_path(project)
-    dotenv = _dotenv_values(dotenv_file, warnings.append)
+    dotenv = read_dotenv_layer(dotenv_file, trust, environ, warnings.append)
     if dotenv is not None:
-        values, digest = dotenv
+        values, digest, trusted = dotenv
         sources.append(dotenv_file)
-        if not trust.is_trusted(dotenv_file, digest):
+        if not trusted:
             values, dropped = untrusted_variables(values)
             if dropped:
                 ignored.append(f"{', '.join(dropped)} in {dotenv_file}")
@@ -226,7 +225,7 @@ def untrusted_variables(values: Mapping[str, str]) -> tuple[dict[str, str], list
 
 
 def clean_layer(
-    layer: Mapping[Any, Any], source: str, warn: _Warn, *, lines: Callable[[], _Lines] | None = None
+    layer: Mapping[Any, Any], source: str, warn: _Warn, *, lines: Callable[[], KeyLines] | None = None
 ) -> dict[str, Any]:
     """Drop what the schema cannot use from one layer, warning about each drop.
 
@@ -291,10 +290,10 @@ def overlay(base: Mapping[str, Any], layer: Mapping[str, Any], *, _depth: int = 
 class _Where:
     """Names where a key of a layer is: ``source:line`` for a file whose key lines are known, else ``source``."""
 
-    def __init__(self, source: str, lines: Callable[[], _Lines] | None) -> None:
+    def __init__(self, source: str, lines: Callable[[], KeyLines] | None) -> None:
         self._source = source
         self._lines = lines
-        self._known: _Lines | None = None
+        self._known: KeyLines | None = None
         self.canonical: dict[tuple[str, ...], tuple[str, ...]] = {}
         """The written path of each key under its canonical spelling (what validation errors name)."""
 
@@ -356,57 +355,6 @@ def _delete(tree: dict[str, Any], path: tuple[str, ...]) -> None:
     for key in path[:-1]:
         node = node[key]
     del node[path[-1]]
-
-
-def _yaml_layer(
-    path: Path, trust: ProjectTrust | None, warn: _Warn, fail: _Fail
-) -> tuple[dict[str, Any], str, Callable[[], _Lines]] | None:
-    """One config file's mapping, the SHA-256 of its bytes and a way to its keys' lines; ``None`` when it is absent or
-    unusable.
-
-    Args:
-        path: The file.
-        trust: How to judge a project's file (``None``: the user's own file, always trusted).
-        warn: Receives the problem of an untrusted file that cannot be used (it cannot stop a run).
-        fail: Receives the problem of the user's or a trusted file that cannot be used.
-    """
-    try:
-        data = read_limited_bytes(path)
-        if data is None:
-            return None
-        text = decode_text(path, data)
-    except ConfigurationError as error:  # UnsafeFileError: a FIFO, a device, too large, not UTF-8
-        _unusable(error, trust is None, warn, fail)  # nothing was read, so nothing can have been trusted
-        return None
-    digest = sha256_of(data)
-    try:
-        mapping = parse_yaml_mapping(text, path)
-    except ConfigurationError as error:  # YamlSyntaxError included: it names the file and line
-        _unusable(error, trust is None or trust.is_trusted(path, digest), warn, fail)
-        return None
-    return mapping, digest, lambda: yaml_key_lines(text)
-
-
-def _unusable(error: ConfigurationError, trusted: bool, warn: _Warn, fail: _Fail) -> None:
-    if trusted:
-        fail(error)
-    else:
-        warn(f"{error}; the file was ignored (it is not trusted, so it cannot stop a run)")
-
-
-def _dotenv_values(path: Path, warn: _Warn) -> tuple[dict[str, str], str] | None:
-    try:
-        data = read_limited_bytes(path)
-        if data is None:
-            return None
-        text = decode_text(path, data)
-    except ConfigurationError as error:  # UnsafeFileError: a FIFO, a device, too large, not UTF-8
-        warn(f"{error}; the file was ignored")
-        return None
-    parsed = parse_dotenv(text, str(path))
-    for message in parsed.warnings:
-        warn(message)
-    return parsed.values, sha256_of(data)
 
 
 def _other_untrusted_files(project: Path, trust: ProjectTrust) -> list[tuple[str, tuple[Path, str]]]:

@@ -450,7 +450,10 @@ def test_unreadable_dotenv_lines_are_reported(home: Path, project: Path) -> None
     (project / ".env").write_text("OPENAI_MODEL=ok\nthis is not a variable\nXAI_MODEL='unclosed\n")
     loaded = load(home, project)
     dotenv = project / ".env"
-    assert loaded.warnings == (f"Unreadable line 2 in {dotenv} ignored", f"Unreadable line 3 in {dotenv} ignored")
+    assert loaded.warnings == (
+        f"Unreadable statement at {dotenv}:2 ignored",
+        f"Unreadable statement at {dotenv}:3 ignored",
+    )
     assert loaded.config.openai.model == "ok"
 
 

@@ -157,7 +157,7 @@ def test_dotenv_values(line: str, value: str) -> None:
     assert parsed.warnings == ()
 
 
-def test_dotenv_later_lines_win_and_bad_lines_are_reported() -> None:
-    parsed = parse_dotenv('A=1\nnot a pair\n1BAD=x\nB=\'open\nC="x" trailing\nA=2\n', "/p/.env")
-    assert parsed.values == {"A": "2"}
-    assert parsed.warnings == tuple(f"Unreadable line {n} in /p/.env ignored" for n in (2, 3, 4, 5))
+def test_dotenv_later_lines_win_and_bad_statements_are_reported_with_their_line() -> None:
+    parsed = parse_dotenv('A=1\nnot a pair\nC="x" trailing\nA=2\nB=\'open\nD=4\n', "/p/.env")
+    assert parsed.values == {"A": "2", "D": "4"}  # an unclosed quote spoils its own line only
+    assert parsed.warnings == tuple(f"Unreadable statement at /p/.env:{n} ignored" for n in (2, 3, 5))
