@@ -12,6 +12,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from tests.support.cli import run_ironhive
+from tests.support.components import MCP_NPM_PREFIX, MCP_NPM_SERVERS
 
 pytest.importorskip("mcp_server_time")
 
@@ -87,15 +88,15 @@ def test_an_untrusted_project_plugin_file_never_starts_its_process(tmp_path: Pat
     assert "ironhive mcp trust" in completed.stderr
 
 
-NPM_MODULES = Path(__file__).resolve().parents[2] / "tests" / "artifacts" / "npm-mcp-servers" / "node_modules"
+NPM_MODULES = MCP_NPM_PREFIX / "node_modules"
 
 
+@MCP_NPM_SERVERS
 def test_the_npm_memory_and_filesystem_servers_through_the_cli(tmp_path: Path) -> None:
     node = shutil.which("node")
+    assert node is not None
     memory = NPM_MODULES / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
     filesystem = NPM_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
-    if node is None or not (memory.is_file() and filesystem.is_file()):
-        pytest.skip("the npm MCP servers are not installed (.ci/run installs them into tests/artifacts)")
     project = tmp_path / "project"
     (project / ".ironhive").mkdir(parents=True)
     shared = tmp_path / "shared"

@@ -18,9 +18,10 @@ import pytest
 
 from ironhive.adapters.tools.sandbox import cached_probe
 from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
+from tests.support.components import bubblewrap
 
 REAL = cached_probe(os.environ.get("PATH"))
-needs_bwrap = pytest.mark.skipif(not REAL.available, reason=f"no command sandbox here: {REAL.reason}")
+needs_bwrap = bubblewrap(REAL)
 
 ALLOW_EVERYTHING = 'permissions:\n  bash:\n    - pattern: "*"\n      action: allow\n'
 """A user rule that wrongly allows every command: only the sandbox stands in the way."""
@@ -195,8 +196,8 @@ def _pids_named(name: str) -> list[int]:
 
 @pytest.mark.parametrize("sandbox", ["", "  sandbox:\n    enabled: false\n"], ids=["sandboxed", "unsandboxed"])
 def test_a_setsid_child_is_stopped_when_its_command_times_out(tmp_path: Path, sandbox: str) -> None:
-    if not sandbox and not REAL.available:
-        pytest.skip(f"no command sandbox here: {REAL.reason}")
+    if not sandbox:
+        needs_bwrap.require()
     work = Workspace(tmp_path, sandbox=sandbox)
     name = f"escapee-{uuid.uuid4().hex[:12]}"
     command = f"(setsid bash -c 'exec -a {name} sleep 1000' &); sleep 30"

@@ -17,9 +17,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from ironhive.adapters.tools.sandbox import SandboxProbe
 
 Test = TypeVar("Test", bound=Callable[..., Any])
 
@@ -29,7 +32,7 @@ Probe = Callable[[], str | None]
 
 def in_ci() -> bool:
     """Whether the suite runs in CI (``CI`` set, as CI services and ``.ci/run`` do), where nothing may be missing."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,7 @@ class Component:
         """What stops a test that needs it (the message, and whether installing fixes it), or ``None``."""
         missing = self.probe()
         if missing is not None:
-            return f"{self.name} is missing ({missing}); install it with: {self.install}", True
+            return f"missing {self.name} ({missing}); install with: {self.install}", True
         if self.unusable is not None and (reason := self.unusable()) is not None:
             return reason, False
         return None
@@ -69,24 +72,39 @@ class Component:
         pytest.skip(message)
 
     def __call__(self, test: Test) -> Test:
-        """Decorate a test that needs the component: :meth:`require` runs before its body (fixtures run first)."""
-        if self.problem() is None:
+        """Decorate a test that needs the component: skipped (at setup, as ``skipif`` would) when it is missing, or,
+        where ``CI`` is set and an install would bring it, failed without running."""
+        found = self.problem()
+        if found is None:
             return test
+        message, installable = found
+        if not (installable and in_ci()):
+            return pytest.mark.skip(reason=message)(test)
+        failure = f"{message} (CI is set, so a missing component is a failure)"
         if inspect.iscoroutinefunction(test):
 
             @functools.wraps(test)
-            async def checked_async(*args: Any, **kwargs: Any) -> Any:
-                self.require()
-                return await test(*args, **kwargs)
+            async def failing_async(*args: Any, **kwargs: Any) -> Any:
+                pytest.fail(failure, pytrace=False)
 
-            return checked_async  # type: ignore[return-value]
+            return failing_async  # type: ignore[return-value]
 
         @functools.wraps(test)
-        def checked(*args: Any, **kwargs: Any) -> Any:
-            self.require()
-            return test(*args, **kwargs)
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            pytest.fail(failure, pytrace=False)
 
-        return checked  # type: ignore[return-value]
+        return failing  # type: ignore[return-value]
+
+    def autouse(self) -> Any:
+        """A module-scoped autouse fixture that requires the component for every test of the module that assigns it
+        (``_git = GIT.autouse()``): the module-wide form of the decorator."""
+        slug = "".join(character if character.isalnum() else "_" for character in self.name.lower())
+
+        @pytest.fixture(scope="module", autouse=True, name=f"requires_{slug}")
+        def requirement() -> None:
+            self.require()
+
+        return requirement
 
 
 def require_component(name: str, probe: Probe, install: str) -> None:
@@ -124,6 +142,8 @@ NODE = Component(
     probe=_node_version,
 )
 
+GIT = Component(name="git", install="apt-get install --no-install-recommends git", probe=_on_path("git"))
+
 CHROMIUM_PATH = Path("/usr/bin/chromium")
 
 CHROMIUM = Component(
@@ -133,9 +153,9 @@ CHROMIUM = Component(
 )
 
 
-def bubblewrap(usable_reason: Callable[[], str | None]) -> Component:
-    """bubblewrap for the command sandbox: missing when ``bwrap`` is not on PATH (on Linux); ``usable_reason`` is the
-    sandbox probe's verdict, why an installed ``bwrap`` cannot sandbox here (``None`` when it can)."""
+def bubblewrap(probe: SandboxProbe) -> Component:
+    """bubblewrap for the command sandbox: missing when ``bwrap`` is not on PATH (on Linux); where it is installed but
+    cannot sandbox (no user namespaces, another OS), the sandbox probe's reason skips the test, in CI too."""
 
     def missing() -> str | None:
         if not sys.platform.startswith("linux"):
@@ -146,14 +166,17 @@ def bubblewrap(usable_reason: Callable[[], str | None]) -> Component:
         name="bubblewrap",
         install="apt-get install --no-install-recommends bubblewrap",
         probe=missing,
-        unusable=usable_reason,
+        unusable=lambda: None if probe.available else f"no command sandbox here: {probe.reason}",
     )
 
 
-def npm_packages(name: str, folder: Path, packages: dict[str, str], install: str) -> Component:
-    """npm packages installed under ``folder/node_modules`` at the versions given (``package: version``)."""
+def npm_packages(name: str, folder: Path, packages: dict[str, str]) -> Component:
+    """npm packages (``package: version``) installed under ``folder/node_modules`` for ``node`` to run."""
+    specs = " ".join(f"{package}@{version}" for package, version in packages.items())
 
     def missing() -> str | None:
+        if (no_node := _on_path("node")()) is not None:
+            return no_node
         wrong = []
         for package, version in packages.items():
             manifest = folder / "node_modules" / package / "package.json"
@@ -165,7 +188,22 @@ def npm_packages(name: str, folder: Path, packages: dict[str, str], install: str
                 wrong.append(f"{package}@{version}" + (f" (found {installed})" if installed else ""))
         return f"not installed in {folder}: {', '.join(wrong)}" if wrong else None
 
+    install = f"npm install --prefix {folder} --no-audit --no-fund {specs}"
     return Component(name=name, install=install, probe=missing)
+
+
+MCP_NPM_PACKAGES = {
+    "@modelcontextprotocol/server-memory": "2026.8.31",
+    "@modelcontextprotocol/server-filesystem": "2026.8.31",
+}
+"""The npm MCP reference servers the tests run, pinned (``.ci/run`` installs these versions)."""
+
+MCP_NPM_PREFIX = Path(
+    os.environ.get("IRONHIVE_TEST_NPM_PREFIX", Path(__file__).resolve().parents[2] / "tests/artifacts/npm-mcp-servers")
+)
+"""Where they are installed (``node_modules`` below it)."""
+
+MCP_NPM_SERVERS = npm_packages("the npm MCP reference servers", MCP_NPM_PREFIX, MCP_NPM_PACKAGES)
 
 
 def npm_lock_installed(name: str, folder: Path, install: str) -> Component:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -12,17 +11,13 @@ from pathlib import Path
 import pytest
 
 from ironhive.adapters.mcp.plugin_config import McpServerConfig
+from tests.support.components import MCP_NPM_PREFIX, MCP_NPM_SERVERS
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVERS = ROOT / "tests" / "support" / "mcp_servers"
 
-NPM_PACKAGES = {
-    "@modelcontextprotocol/server-memory": "2026.8.31",
-    "@modelcontextprotocol/server-filesystem": "2026.8.31",
-}
-"""The npm reference servers, pinned. ``.ci/run`` pre-installs them into ``NPM_PREFIX`` (see ``npm_servers``)."""
-
-NPM_PREFIX = Path(os.environ.get("IRONHIVE_TEST_NPM_PREFIX", ROOT / "tests" / "artifacts" / "npm-mcp-servers"))
+NPM_PREFIX = MCP_NPM_PREFIX
+"""Where ``.ci/run`` installs the pinned npm reference servers (``MCP_NPM_PACKAGES``; see ``npm_servers``)."""
 
 
 def script_server(
@@ -97,29 +92,10 @@ def loopback_server() -> Iterator[Callable[..., LoopbackServer]]:
 
 @pytest.fixture(scope="session")
 def npm_servers() -> Path:
-    """``node_modules`` holding the npm reference servers, installed once into ``NPM_PREFIX`` when missing.
+    """``node_modules`` holding the npm reference servers, which ``.ci/run`` installs into ``NPM_PREFIX``.
 
-    CI pre-installs them (``npm install --prefix tests/artifacts/npm-mcp-servers --no-audit --no-fund
-    @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31``); without node
-    and npm, or when the install fails, the tests that need them are skipped with the reason.
+    The suite installs nothing (a test reaches no registry): where node or the servers are missing, the tests that
+    need them are skipped with the install command, and fail where ``CI`` is set.
     """
-    modules = NPM_PREFIX / "node_modules"
-    if all((modules / package / "package.json").is_file() for package in NPM_PACKAGES):
-        return modules
-    npm = shutil.which("npm")
-    if shutil.which("node") is None or npm is None:
-        pytest.skip("node and npm are needed for the npm MCP reference servers")
-    specs = [f"{package}@{version}" for package, version in NPM_PACKAGES.items()]
-    try:
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", "--silent", *specs],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip("npm install of the MCP reference servers took over 5 minutes")
-    if done.returncode != 0:
-        pytest.skip(f"npm install of the MCP reference servers failed: {done.stderr.strip()[-300:]}")
-    return modules
+    MCP_NPM_SERVERS.require()
+    return NPM_PREFIX / "node_modules"

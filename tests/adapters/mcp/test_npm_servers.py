@@ -16,8 +16,7 @@ from ironhive.ports.chat import JsonValue
 
 def node_server(name: str, modules: Path, package: str, *arguments: str, **environment: str) -> McpServerConfig:
     node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
+    assert node is not None, "the npm_servers fixture found node on PATH"
     entry = modules / "@modelcontextprotocol" / package / "dist" / "index.js"
     return McpServerConfig(
         name=name,

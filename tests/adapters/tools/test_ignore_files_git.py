@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ironhive.adapters.tools.base import AllowAllReads
 from ironhive.adapters.tools.globbing import Walk
+from tests.support.components import GIT
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed (apt-get install git)")
+_git = GIT.autouse()
 
 NAMES = ("a", "b", "ab", ".d", "x.py")
 SEGMENTS = ("a", "b", "ab", ".d", "x.py", "*", "?", "a*", "*b", "*.py", "[ab]", "[!a]", "**", ".*", "x.*")

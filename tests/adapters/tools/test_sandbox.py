@@ -25,9 +25,10 @@ from ironhive.adapters.tools.sandbox import (
 )
 from ironhive.adapters.tools.shell import ExecuteCommandTool
 from ironhive.domain.errors import ConfigurationError, ToolError
+from tests.support.components import bubblewrap
 
 REAL = cached_probe(os.environ.get("PATH"))
-needs_bwrap = pytest.mark.skipif(not REAL.available, reason=f"no command sandbox here: {REAL.reason}")
+needs_bwrap = bubblewrap(REAL)
 UNAVAILABLE = SandboxProbe(executable=None, reason="bubblewrap (bwrap) is not installed")
 
 
