@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
@@ -21,11 +23,17 @@ from ironhive.domain.errors import IronHiveError
 from ironhive.domain.turn import TurnCompleted
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ironhive.agent_factory import Agent, AgentSettings
+    from ironhive.cli.line_editor import EditingLineReader
+    from ironhive.cli.live_markdown import LiveMarkdownRenderer
 from ironhive.domain.sessions import SessionBinding, SessionRequest
 from ironhive.ports.chat import Preloadable
 
 EXIT_INTERRUPTED = 130
+TWICE_SECONDS = 1.0
+"""Two Ctrl+C within this many seconds leave."""
 
 HELP = """\
 Commands:
@@ -33,7 +41,9 @@ Commands:
   /model      how to use another model or provider
   /sessions   list the recent sessions of this project
   /clear      start a new conversation
-  exit, quit  leave (Ctrl+C cancels a running request; twice leaves)"""
+  exit, quit  leave (or Ctrl+D on an empty line)
+Keys: Enter sends, Alt+Enter (or Esc Enter) starts a new line, Up/Down and Ctrl+R search earlier prompts of this
+project. Ctrl+C cancels a running request, clears a line with text, and twice within a second leaves."""
 
 MODEL_HELP = f"""\
 The model is chosen at start-up. To switch, leave and start again with -m/--model <model> (or <provider>/<model>)
@@ -54,8 +64,46 @@ class InteractiveRequest:
     session: SessionRequest = field(default_factory=SessionRequest)
 
 
+def terminal_console(*, plain: bool) -> Console:
+    """The rich console of the interactive mode (colours off with ``--plain`` or ``NO_COLOR``)."""
+    from rich.console import Console
+
+    return Console(highlight=False, no_color=True if plain else None, emoji=False)  # None: NO_COLOR decides
+
+
+def line_editing(plain: bool) -> bool:
+    """Whether prompts get line editing: not with ``--plain``, and only with a terminal on stdin and stdout."""
+    return not plain and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+class TerminalMenu:
+    """The approval menu of the interactive mode: the live answer is paused, then the question is read by the editor."""
+
+    def __init__(self, console: Console, reader: EditingLineReader) -> None:
+        self._console = console
+        self._reader = reader
+        self.renderer: LiveMarkdownRenderer | None = None
+
+    def show(self, text: str) -> None:
+        """Print the lines describing the call, below what was streamed so far."""
+        if self.renderer is not None:
+            self.renderer.pause()
+        self._console.print(text, style="yellow", markup=False, end="")
+
+    async def ask(self, question: str, default: str = "") -> str | None:
+        """Read one answer with the line editor (its own bold prompt, no history)."""
+        if self.renderer is not None:
+            self.renderer.pause()
+        return await self._reader.ask(question, default)
+
+
 class InteractiveSession:
-    """One interactive session: reads prompts, runs turns, handles slash commands and Ctrl+C."""
+    """One interactive session: reads prompts, runs turns, handles slash commands and Ctrl+C.
+
+    Ctrl+C: during a turn it cancels the turn ("Cancelled."); at the prompt it clears a line with text, and on an
+    empty line it says how to leave; two within ``TWICE_SECONDS`` leave (exit code 130), whether the turn has finished
+    cancelling or not. Ctrl+D on an empty line, ``exit`` and ``quit`` leave with 0. Each case prints one message.
+    """
 
     def __init__(
         self,
@@ -65,15 +113,22 @@ class InteractiveSession:
         request: InteractiveRequest,
         binding: SessionBinding,
         project: Path,
+        console: Console,
+        reader: EditingLineReader | None = None,
+        menu: TerminalMenu | None = None,
     ) -> None:
         self._agent = loop
         self._binding = binding
         self._project = project
         self._statistics = statistics
         self._request = request
-        from rich.console import Console
-
-        self._console = Console(highlight=False, no_color=request.plain, emoji=False)
+        self._console = console
+        self._reader = reader
+        self._menu = menu
+        self._turn_task: asyncio.Task[None] | None = None
+        self._read_task: asyncio.Task[object] | None = None
+        self._last_interrupt: float | None = None
+        self._leaving = False
 
     def _renderer(self) -> Renderer:
         if self._request.plain or not sys.stdout.isatty():
@@ -85,21 +140,28 @@ class InteractiveSession:
     def run(self, event_loop: asyncio.AbstractEventLoop, banner: str) -> int:
         """Run the prompt loop until exit; returns the exit code."""
         self._console.print(banner, markup=False)
-        interrupted = False
+        if self._reader is None:
+            return self._prompt_loop(event_loop)
+        # With the line editor, one handler takes every SIGINT of the session: a Ctrl+C that arrives between a
+        # turn and the next prompt is then handled too, when the next prompt starts (never a KeyboardInterrupt
+        # raised wherever the main thread happens to be).
+        event_loop.add_signal_handler(signal.SIGINT, self._interrupt)
+        try:
+            return self._prompt_loop(event_loop)
+        finally:
+            event_loop.remove_signal_handler(signal.SIGINT)
+
+    def _prompt_loop(self, event_loop: asyncio.AbstractEventLoop) -> int:
         while True:
             try:
-                line = input("> ").strip()
+                line = self._read(event_loop).strip()
             except EOFError:
                 break
-            except KeyboardInterrupt:
-                if interrupted:
-                    event_loop.run_until_complete(self._binding.close("user_exit"))
-                    self._print_statistics()
-                    return EXIT_INTERRUPTED
-                interrupted = True
-                self._console.print("\n(press Ctrl+C again or type exit to leave)", style="dim")
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                if self._twice():
+                    return self._leave(event_loop, EXIT_INTERRUPTED)
+                self._console.print("Press Ctrl+C again to leave, or type exit.", style="dim")
                 continue
-            interrupted = False
             if not line:
                 continue
             if line.lower() in {"exit", "quit"}:
@@ -107,10 +169,50 @@ class InteractiveSession:
             if line.startswith("/"):
                 self._command(line, event_loop)
                 continue
-            interrupted = event_loop.run_until_complete(self._turn(line))
+            with contextlib.suppress(asyncio.CancelledError):  # a Ctrl+C after the turn had handled its own
+                event_loop.run_until_complete(self._turn(line))
+            if self._leaving:
+                return self._leave(event_loop, EXIT_INTERRUPTED)
+        return self._leave(event_loop, 0)
+
+    def _read(self, event_loop: asyncio.AbstractEventLoop) -> str:
+        """One prompt: by the line editor (a SIGINT then acts as the Ctrl+C key), else by ``input()``."""
+        if self._reader is None:
+            return input("> ")
+        return event_loop.run_until_complete(self._edited_line(self._reader))
+
+    async def _edited_line(self, reader: EditingLineReader) -> str:
+        self._read_task = asyncio.current_task()
+        try:
+            return await reader.read("> ")
+        finally:
+            self._read_task = None
+
+    def _interrupt(self) -> None:
+        """Ctrl+C as a signal (during a turn, or at the prompt when sent by ``kill``) or as a key in the menu."""
+        task = self._turn_task
+        if task is None:
+            if self._reader is not None and self._reader.interrupt():
+                return  # the prompt acts as on the Ctrl+C key
+            if self._read_task is not None:  # the prompt is not drawn yet: the read ends as on Ctrl+C
+                self._read_task.cancel()
+            return
+        if self._twice():
+            self._leaving = True
+        if not task.cancelling():  # a second cancel would break the cancelled turn's own clean-up
+            task.cancel()
+
+    def _twice(self) -> bool:
+        """Count one Ctrl+C; whether the one before was less than ``TWICE_SECONDS`` ago."""
+        now = time.monotonic()
+        twice = self._last_interrupt is not None and now - self._last_interrupt <= TWICE_SECONDS
+        self._last_interrupt = now
+        return twice
+
+    def _leave(self, event_loop: asyncio.AbstractEventLoop, code: int) -> int:
         event_loop.run_until_complete(self._binding.close("user_exit"))
         self._print_statistics()
-        return 0
+        return code
 
     def _command(self, line: str, event_loop: asyncio.AbstractEventLoop) -> None:
         name = line.split()[0].lower()
@@ -144,13 +246,19 @@ class InteractiveSession:
             lines.append(f"{info.id:<21}{marker} {info.status:<8} {info.message_count:>8}  {first}")
         return "\n".join([*lines, "Resume one later with: ironhive -r <id>"])
 
-    async def _turn(self, prompt: str) -> bool:
-        """Run one turn; returns True when Ctrl+C interrupted it."""
+    async def _turn(self, prompt: str) -> None:
+        """Run one turn; a Ctrl+C cancels it (see ``_interrupt``)."""
+        from ironhive.cli.live_markdown import LiveMarkdownRenderer
+
         renderer = self._renderer()
         task = asyncio.current_task()
         assert task is not None
+        self._turn_task = task
+        if self._menu is not None and isinstance(renderer, LiveMarkdownRenderer):
+            self._menu.renderer = renderer
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, task.cancel)
+        if self._reader is None:  # else the session's handler is in place
+            loop.add_signal_handler(signal.SIGINT, self._interrupt)
         renderer.start(None)
         try:
             async with aclosing(self._binding.recording(prompt, self._agent.run_streaming(prompt))) as chunks:
@@ -168,17 +276,19 @@ class InteractiveSession:
                     else:
                         renderer.chunk(chunk)
         except asyncio.CancelledError:
-            task.uncancel()
-            renderer.fail("cancelled", EXIT_INTERRUPTED)
-            self._console.print("Interrupting… press Ctrl+C again to exit.", style="dim")
-            return True
+            while task.uncancel():
+                pass
+            renderer.fail("cancelled", EXIT_INTERRUPTED)  # the one message: "Cancelled."
         except IronHiveError as error:
             renderer.fail(str(error), 1)
         except Exception as error:  # the session goes on after any failure of one turn
             renderer.fail(f"{type(error).__name__}: {error}", 1)
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
-        return False
+            if self._reader is None:
+                loop.remove_signal_handler(signal.SIGINT)
+            self._turn_task = None
+            if self._menu is not None:
+                self._menu.renderer = None
 
     def _print_statistics(self) -> None:
         from rich.table import Table
@@ -197,6 +307,22 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
     from ironhive.domain.permissions.modes import Mode
 
     project = Path.cwd()
+    console = terminal_console(plain=request.plain)
+    session: InteractiveSession | None = None
+    reader: EditingLineReader | None = None
+    menu: TerminalMenu | None = None
+    if line_editing(request.plain):
+        from ironhive.cli.line_editor import EditingLineReader, history_path
+
+        # Ctrl+C in the approval menu is a key (the terminal is in raw mode): it cancels the turn like the signal.
+        reader = EditingLineReader(
+            history_path(Path.home(), project),
+            color=not console.no_color,
+            on_interrupt=lambda: session._interrupt() if session is not None else None,
+        )
+        menu = TerminalMenu(console, reader)
+        if reader.warning is not None:
+            console.print(reader.warning, style="yellow", markup=False)
     event_loop = asyncio.new_event_loop()
     # Ctrl+C at the prompt must reach the main thread, which is blocked reading the terminal: a worker thread that
     # took the signal instead would leave that read hanging, so worker threads block SIGINT.
@@ -210,7 +336,9 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
                 provider=request.provider,
                 model=request.model,
                 project=project,
-                approval=ConsoleApprovalService(),
+                # The menu is read by the line editor (not a thread reading stdin, which a cancelled turn would leave
+                # behind, stealing the next prompt's input): keep console=menu where these settings are shared.
+                approval=ConsoleApprovalService(console=menu),
                 initial_mode=Mode.PLANNING if request.planning else Mode.WORKING,
             )
             agent, release = hold_agent(event_loop, settings)
@@ -230,9 +358,18 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
         resumed = f"\nResumed session {binding.session_id} ({restored} messages)." if restored else ""
         banner = (
             f"ironhive {__version__} — {choice.name} / {choice.model}{mode} — session {binding.session_id}{resumed}\n"
-            "Type a request, /help for commands, exit to leave."
+            "Type a request (Alt+Enter for a new line), /help for commands and keys, exit or Ctrl+D to leave."
         )
-        session = InteractiveSession(agent.loop, statistics, request=request, binding=binding, project=project)
+        session = InteractiveSession(
+            agent.loop,
+            statistics,
+            request=request,
+            binding=binding,
+            project=project,
+            console=console,
+            reader=reader,
+            menu=menu,
+        )
         try:
             return session.run(event_loop, banner)
         finally:

@@ -1,92 +1,106 @@
-"""The console approver through a real pseudo-terminal: an asked call is approved, rejected or rejected-and-stopped."""
+"""The console approval menu through a real pseudo-terminal: one-shot and interactive, approve, edit, reject, stop."""
 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
-import subprocess
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.cli import clean_environment, ironhive_executable
+from tests.support.terminal import CTRL_C, CTRL_D, ENTER, terminal
 
-SCRIPT = {
-    "steps": [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.md", "content": "hello"}, "id": "c1"}]},
-        {"text": "Finished."},
-    ]
+WRITE_NOTES = {
+    "tool_calls": [{"name": "write_file", "arguments": {"path": "notes.md", "content": "hello"}, "id": "c1"}]
 }
+MENU = "Allow write_file `notes.md`? [y]es / [a]lways / [n]o / [e]dit / [s]top:"
 
 
-def read_until(fd: int, marker: bytes, timeout: float = 30.0) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"timed out waiting for {marker!r}; saw {seen[-500:]!r}"
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
-def run_on_terminal(tmp_path: Path, answer: bytes) -> tuple[bytes, int]:
+def scripted(tmp_path: Path, steps: list[dict[str, Any]]) -> tuple[str, ...]:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    work = tmp_path / "work"
-    work.mkdir()
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [ironhive_executable(), "--provider", "scripted", "-m", str(script), "-p", "write notes", "--plain"],
-        cwd=work,
-        env=clean_environment(tmp_path),
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        close_fds=True,
-    )
-    os.close(terminal)
-    try:
-        shown = read_until(controller, b"> ")
-        os.write(controller, answer)
-        shown += read_until(controller, b"\n", timeout=30)
-        code = process.wait(timeout=30)
-        try:
-            while select.select([controller], [], [], 0.2)[0]:
-                chunk = os.read(controller, 4096)
-                if not chunk:
-                    break
-                shown += chunk
-        except OSError:
-            pass
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
-    return shown, code
+    script.write_text(json.dumps({"steps": steps}))
+    return ("--provider", "scripted", "-m", str(script))
 
 
-def test_approve_once_runs_the_call(tmp_path: Path) -> None:
-    shown, code = run_on_terminal(tmp_path, b"y\n")
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def one_shot(tmp_path: Path, work: Path, answer: bytes) -> tuple[str, int]:
+    args = scripted(tmp_path, [WRITE_NOTES, {"text": "Finished."}])
+    with terminal(work, *args, "-p", "write notes", "--plain", home=tmp_path) as term:
+        shown = term.read_until(b"[s]top: ").decode()
+        term.send(answer)
+        code = term.wait()
+        return shown + term.display(), code
+
+
+def test_one_shot_approve_once_runs_the_call(tmp_path: Path, work: Path) -> None:
+    shown, code = one_shot(tmp_path, work, b"y\n")
     assert code == 0
-    assert b"Allow this operation?" in shown or b"Write file: notes.md" in shown
-    assert (tmp_path / "work" / "notes.md").read_text() == "hello"
-    assert b"Finished." in shown
+    assert MENU in shown and "Write file: notes.md" in shown
+    assert "[a]lways approves write_file: notes.md for this session" in shown  # what "always" would cover
+    assert (work / "notes.md").read_text() == "hello"
+    assert "Finished." in shown
 
 
-@pytest.mark.parametrize(("answer", "expected"), [(b"n\n", b"User rejected"), (b"s\n", b"User rejected and stopped")])
-def test_rejection_leaves_the_disk_alone(tmp_path: Path, answer: bytes, expected: bytes) -> None:
-    shown, code = run_on_terminal(tmp_path, answer)
+@pytest.mark.parametrize(("answer", "expected"), [(b"n\n", "User rejected"), (b"s\n", "User rejected and stopped")])
+def test_one_shot_rejection_leaves_the_disk_alone(tmp_path: Path, work: Path, answer: bytes, expected: str) -> None:
+    shown, code = one_shot(tmp_path, work, answer)
     assert code == 0
     assert expected in shown
-    assert not (tmp_path / "work" / "notes.md").exists()
+    assert not (work / "notes.md").exists()
+
+
+def test_interactive_menu_is_not_the_chat_prompt_and_approves(tmp_path: Path, work: Path) -> None:
+    args = scripted(tmp_path, [WRITE_NOTES, {"text": "Finished."}])
+    with terminal(work, *args, home=tmp_path) as term:
+        term.wait_for_prompt()
+        term.send(b"write notes" + ENTER)
+        screen = term.wait_for_prompt(MENU)
+        assert "[medium]" in screen or "[high]" in screen or "[low]" in screen
+        term.send(b"y" + ENTER)
+        term.wait_for("Finished.")
+        term.wait_for_prompt()
+        term.send(CTRL_D)
+        assert term.wait() == 0
+    assert (work / "notes.md").read_text() == "hello"
+
+
+def test_interactive_edit_changes_the_arguments_and_asks_again(tmp_path: Path, work: Path) -> None:
+    args = scripted(tmp_path, [WRITE_NOTES, {"text": "Finished."}])
+    with terminal(work, *args, home=tmp_path) as term:
+        term.wait_for_prompt()
+        term.send(b"write notes" + ENTER)
+        term.wait_for_prompt(MENU)
+        term.send(b"e" + ENTER)
+        term.wait_for('Arguments (JSON; empty to go back): {"path": "notes.md", "content": "hello"}')
+        term.send(b"\x15" + b'{"path": "other.md", "content": "changed"}' + ENTER)  # Ctrl+U clears the line
+        term.wait_for_prompt("Allow write_file `other.md`?")  # the changed call is judged (and asked) again
+        term.send(b"y" + ENTER)
+        term.wait_for("Finished.")
+        term.wait_for_prompt()
+        term.send(CTRL_D)
+        assert term.wait() == 0
+    assert (work / "other.md").read_text() == "changed"
+    assert not (work / "notes.md").exists()
+
+
+def test_interactive_ctrl_c_at_the_menu_cancels_the_turn(tmp_path: Path, work: Path) -> None:
+    args = scripted(tmp_path, [WRITE_NOTES, {"text": "Next answer."}])
+    with terminal(work, *args, home=tmp_path) as term:
+        term.wait_for_prompt()
+        term.send(b"write notes" + ENTER)
+        term.wait_for_prompt(MENU)
+        term.send(CTRL_C)
+        term.wait_for("Cancelled.")
+        term.wait_for_prompt()
+        term.send(b"x" + ENTER)  # the terminal belongs to the chat prompt again, not to a forgotten question
+        term.wait_for("Next answer.")
+        term.wait_for_prompt()
+        term.send(CTRL_D)
+        assert term.wait() == 0
+    assert not (work / "notes.md").exists()

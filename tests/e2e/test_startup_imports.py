@@ -48,7 +48,10 @@ def test_version_imports_no_cli_framework_either() -> None:
     assert not {"cyclopts", "rich", "pydantic", "dependency_injector"} & modules
 
 
-UNNEEDED_BY_AN_OPENAI_RUN = ("mcp", "mcp_types", "anthropic", "google.genai", "llama_cpp", "aiohttp", "fastapi")
+UNNEEDED_BY_AN_OPENAI_RUN = (
+    *("mcp", "mcp_types", "anthropic", "google.genai", "llama_cpp", "aiohttp", "fastapi"),
+    "prompt_toolkit",  # the interactive mode's line editor
+)
 """What a prompt on an OpenAI-compatible provider, without plugins, has no use for."""
 
 EXIT_HOOK = """\
