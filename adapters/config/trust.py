@@ -13,7 +13,8 @@ Decided on purpose:
   every project file for that run without remembering anything: for CI and scripts that check out their own code.
 - A file the user declined on the terminal is not asked about again in the same process.
 - The store is ``~/.ironhive/trust.json``, owner-only (0600, its folder 0700); the records of the older
-  ``trusted-plugins.json`` are read and moved into it on the next write.
+  ``trusted-plugins.json`` are read and moved into it on the next write. Each change holds ``trust.json.lock``
+  (filelock) from read to write, so concurrent changes from several processes all land; the write is atomic.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from ironhive.adapters.atomic_files import write_atomically
+from ironhive.adapters.config.private_files import make_private_directory
 from ironhive.adapters.config.safe_files import UnsafeFileError, load_json, read_limited_bytes
 from ironhive.ports.system import Clock
 
@@ -41,6 +43,7 @@ TRUST_PROJECT_VARIABLE = "IRONHIVE_TRUST_PROJECT"
 """Set to ``1`` (or ``true``/``yes``) to trust every project file for one run."""
 
 _FORMAT_VERSION = 1
+_LOCK_SECONDS = 60.0
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 
 TrustState: TypeAlias = Literal["trusted", "changed", "untrusted"]
@@ -128,9 +131,10 @@ class TrustStore:
         """
         now = self._clock.now() if self._clock is not None else datetime.now(UTC)
         record = TrustRecord(path=Path(_key(file)), sha256=sha256, trusted_at=now)
-        records = self._read()
-        records[_key(file)] = record
-        self._write(records)
+        with self._locked():
+            records = self._read()
+            records[_key(file)] = record
+            self._write(records)
         return record
 
     def revoke(self, file: Path) -> bool:
@@ -139,11 +143,32 @@ class TrustStore:
         Raises:
             OSError: The store cannot be written.
         """
-        records = self._read()
-        if records.pop(_key(file), None) is None:
-            return False
-        self._write(records)
+        with self._locked():
+            records = self._read()
+            if records.pop(_key(file), None) is None:
+                return False
+            self._write(records)
         return True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the store's lock file (``trust.json.lock``, owner-only) for one read-modify-write.
+
+        Two processes trusting at once (``ironhive mcp trust`` twice) would otherwise each read the store, add their
+        record and write it back, and the later write would drop the earlier record.
+
+        Raises:
+            OSError: The folder or the lock file cannot be made, or the lock is not free within a minute.
+        """
+        from filelock import FileLock, Timeout
+
+        make_private_directory(self._path.parent)
+        lock = FileLock(self._path.with_name(self._path.name + ".lock"), timeout=_LOCK_SECONDS, mode=0o600)
+        try:
+            with lock:
+                yield
+        except Timeout as error:
+            raise OSError(f"The trust store {self._path} is locked by another process: {error}") from error
 
     def _read(self) -> dict[str, TrustRecord]:
         records = self._read_file(self._legacy_path)
@@ -178,21 +203,7 @@ class TrustStore:
                 for key, record in sorted(records.items())
             },
         }
-        directory = self._path.parent
-        if not directory.exists():
-            directory.mkdir(mode=0o700, parents=True)
-            directory.chmod(0o700)  # mkdir's mode is filtered by the umask
-        handle, temporary = tempfile.mkstemp(prefix=".trust-", dir=directory)
-        try:
-            os.chmod(temporary, 0o600)
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(document, stream, indent=2)
-                stream.write("\n")
-            os.replace(temporary, self._path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        write_atomically(self._path, json.dumps(document, indent=2) + "\n", private=True)
         with contextlib.suppress(FileNotFoundError):
             self._legacy_path.unlink()  # its records are in the new file now
 

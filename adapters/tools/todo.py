@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import tempfile
-import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
+from ironhive.adapters.atomic_files import write_atomically
 from ironhive.adapters.tools.arguments import Arguments, object_schema
 from ironhive.adapters.tools.base import BuiltInTool
 from ironhive.domain.errors import ToolArgumentError, ToolError
@@ -51,15 +48,8 @@ _PRIORITY_ALIASES = {
 }
 _PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
 
-# One lock per todo file, shared by every tool instance in the process: two instances on the same root must not each
-# load, change and save their own copy.
-_FILE_LOCKS: dict[Path, threading.Lock] = {}
-_FILE_LOCKS_GUARD = threading.Lock()
-
-
-def _lock_for(path: Path) -> threading.Lock:
-    with _FILE_LOCKS_GUARD:
-        return _FILE_LOCKS.setdefault(path, threading.Lock())
+_LOCK_SECONDS = 30.0
+"""How long a change waits for another one (another agent on the same project) before it gives up."""
 
 
 @dataclass(slots=True)
@@ -167,8 +157,22 @@ class ManageTodoTool(BuiltInTool):
         return await asyncio.to_thread(self._apply_locked, arguments)
 
     def _apply_locked(self, arguments: Arguments) -> str:
-        with _lock_for(self.file):
+        """Run one action; a change holds ``todo.json.lock`` from load to save.
+
+        Two agents on the same project (two processes, or two tool instances in one) would otherwise each load, change
+        and save their own copy, and the later save would drop the other's change. Saves are atomic, so ``list``
+        needs no lock.
+        """
+        if arguments.string("action") == "list":
             return self._apply(arguments)
+        from filelock import FileLock, Timeout
+
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with FileLock(self.file.with_name(self.file.name + ".lock"), timeout=_LOCK_SECONDS):
+                return self._apply(arguments)
+        except Timeout as error:
+            raise ToolError(f"The todo list {self.file} is being changed by another process; try again") from error
 
     def _apply(self, arguments: Arguments) -> str:
         action = arguments.string("action")
@@ -285,16 +289,7 @@ class ManageTodoTool(BuiltInTool):
     def _save(self, next_id: int, items: list[TodoItem]) -> None:
         self.file.parent.mkdir(parents=True, exist_ok=True)
         payload = {"nextId": next_id, "items": [item.to_json() for item in items]}
-        handle, temporary = tempfile.mkstemp(dir=self.file.parent, prefix=".todo-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(payload, stream, indent=2, ensure_ascii=False)
-                stream.write("\n")
-            os.replace(temporary, self.file)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        write_atomically(self.file, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
 def _known_dependencies(ids: list[int], items: list[TodoItem], own_id: int) -> list[int]:

@@ -188,7 +188,7 @@ async def test_writes_are_atomic_and_concurrent_calls_do_not_lose_tasks(todo: Ma
     results = await asyncio.gather(*(todo.invoke({"action": "add", "task": f"t{n}"}) for n in range(10)))
     assert sorted(int(result.split("#")[1].split(":")[0]) for result in results) == list(range(1, 11))
     assert len(_stored(tmp_path)["items"]) == 10  # type: ignore[arg-type]
-    assert [path.name for path in (tmp_path / ".ironhive").iterdir()] == ["todo.json"]
+    assert sorted(path.name for path in (tmp_path / ".ironhive").iterdir()) == ["todo.json", "todo.json.lock"]
 
 
 async def test_uses_the_system_clock_by_default(tmp_path: Path) -> None:
