@@ -3,6 +3,7 @@ model."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
@@ -99,10 +100,20 @@ def cached_model_path(
         legacy = legacy_dir.joinpath("--".join(repo.parts), *file.parts)
         if legacy.is_file():
             return legacy
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(hf_repo, hf_file, cache_dir=cache_dir)
+    found = _hub().try_to_load_from_cache(hf_repo, hf_file, cache_dir=cache_dir)
     return Path(found) if isinstance(found, str) and Path(found).is_file() else None
+
+
+def _hub() -> Any:
+    """huggingface_hub, imported with its telemetry off unless the user chose otherwise.
+
+    With telemetry on it adds the Python packages and the detected agent to its user agent and fetches a list of agent
+    harnesses from the Hub: requests a model download has no need of. It reads the setting once, at import.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    import huggingface_hub
+
+    return huggingface_hub
 
 
 def _checked(hf_repo: str, hf_file: str) -> tuple[PurePosixPath, PurePosixPath]:
@@ -118,8 +129,7 @@ def _checked(hf_repo: str, hf_file: str) -> tuple[PurePosixPath, PurePosixPath]:
 def _download(
     repo: str, file: str, *, cache_dir: Path | None, environ: Mapping[str, str], progress: Progress | None
 ) -> Path:
-    from huggingface_hub import hf_hub_download
-
+    hf_hub_download = _hub().hf_hub_download
     endpoint = environ.get("HF_ENDPOINT", "").strip().rstrip("/") or None
     try:
         found = hf_hub_download(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -349,3 +351,23 @@ def test_auto_size_applies_below_the_trained_context(tmp_path: Path, monkeypatch
     monkeypatch.setattr(client_module, "total_ram_bytes", lambda: 20 * GIB)
     assert client_module.LlamaCppChatClient().context_size == 65536
     assert client_module.LlamaCppChatClient(n_ctx=100_000).context_size == 100_096
+
+
+def test_the_hub_library_is_imported_with_its_telemetry_off_unless_the_user_chose(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from ironhive.adapters.llamacpp.model_resolution import cached_model_path\n"
+        f"cached_model_path('owner/name', 'model.gguf', cache_dir={str(tmp_path)!r}, legacy_dir=None)\n"
+        "from huggingface_hub import constants\n"
+        "print(constants.HF_HUB_DISABLE_TELEMETRY)\n"
+    )
+    environment = {key: value for key, value in os.environ.items() if "TELEMETRY" not in key}
+    quiet = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True, check=True)
+    chosen = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**environment, "HF_HUB_DISABLE_TELEMETRY": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (quiet.stdout.strip(), chosen.stdout.strip()) == ("True", "False")

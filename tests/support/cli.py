@@ -27,8 +27,12 @@ def ironhive_executable() -> str:
 
 
 def clean_environment(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The process environment without provider settings, with ``HOME`` in a temporary folder."""
-    environment = {key: value for key, value in os.environ.items() if key not in PROVIDER_VARIABLES}
+    """The process environment without provider or Hugging Face settings, with ``HOME`` in a temporary folder."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in PROVIDER_VARIABLES and not key.startswith("HF_")  # a developer's token, cache or endpoint
+    }
     environment.update({"HOME": str(home), "NO_COLOR": "1"})
     environment.update(extra or {})
     return environment
