@@ -17,7 +17,7 @@ import struct
 import subprocess
 import termios
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pyte
@@ -48,23 +48,36 @@ def _controlling_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
-def _session_members(session: int) -> list[int]:
-    """Every process whose session id is ``session`` (Linux ``/proc``; empty where there is none)."""
-    members = []
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every live process: pid -> (parent pid, session id) (Linux ``/proc``; empty where there is none)."""
+    table = {}
     for entry in Path("/proc").glob("[0-9]*"):
         with contextlib.suppress(OSError, ValueError, IndexError):
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[3]) == session:  # after "pid (comm)": state, ppid, pgrp, session
-                members.append(int(entry.name))
-    return members
+            if fields[0] != "Z":  # after "pid (comm)": state, ppid, pgrp, session
+                table[int(entry.name)] = (int(fields[1]), int(fields[3]))
+    return table
+
+
+def leftovers(root: int) -> set[int]:
+    """``root``'s session and all its descendants (also those that started a session of their own), still alive."""
+    table = _processes()
+    found = {pid for pid, (_, session) in table.items() if session == root}
+    found |= {root} & table.keys()
+    growing = True
+    while growing:
+        children = {pid for pid, (parent, _) in table.items() if parent in found} - found
+        found |= children
+        growing = bool(children)
+    return found
 
 
 class Terminal:
-    """``ironhive *args`` on a new pseudo-terminal of ``rows`` x ``columns``, in its own session.
+    """``ironhive *args`` (or ``program *args``) on a new pseudo-terminal of ``rows`` x ``columns``, in its own session.
 
     The pty is the child's controlling terminal, so the bytes a user types (Ctrl+C included) mean what they mean on
-    a real terminal. ``close`` ends the child and everything it started in its session (process groups included),
-    whatever state the test left it in.
+    a real terminal. ``close`` ends the child and everything it started (other process groups and sessions
+    included), whatever state the test left it in.
     """
 
     def __init__(
@@ -75,6 +88,7 @@ class Terminal:
         env: Mapping[str, str] | None = None,
         rows: int = 24,
         columns: int = 100,
+        program: Sequence[str] | None = None,
     ) -> None:
         self._controller, child = pty.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -82,7 +96,7 @@ class Terminal:
         for variable in ("COLUMNS", "LINES"):  # the size comes from the terminal, as for a user
             environment.pop(variable, None)
         self.process = subprocess.Popen(
-            [ironhive_executable(), *args],
+            [*(program or [ironhive_executable()]), *args],
             cwd=cwd,
             env=environment,
             stdin=child,
@@ -196,14 +210,21 @@ class Terminal:
         if self._closed:
             return
         self._closed = True
-        session = self.process.pid  # start_new_session: the child leads its session and its process group
-        groups = {session}
-        for pid in _session_members(session):  # a tool's command runs in a process group of its own
-            with contextlib.suppress(ProcessLookupError):
-                groups.add(os.getpgid(pid))
-        for group in groups:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
+        root = self.process.pid  # start_new_session: the child leads its session and its process group
+        for _ in range(3):  # a process may start another while the others are being killed
+            processes = leftovers(root)
+            if not processes:
+                break
+            groups = {root}
+            for pid in processes:  # a tool's command runs in a process group of its own
+                with contextlib.suppress(ProcessLookupError):
+                    groups.add(os.getpgid(pid))
+            for group in groups:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signal.SIGKILL)
+            for pid in processes:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
         self.process.wait(timeout=30)
         os.close(self._controller)
 
