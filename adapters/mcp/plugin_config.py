@@ -49,6 +49,7 @@ from pydantic.alias_generators import to_camel
 from ironhive.adapters.config.safe_files import JsonNestingError, decode_text, load_yaml, read_limited_bytes
 from ironhive.adapters.mcp.plugin_files import find_project_plugin_file, global_plugin_file
 from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, load_jsonc
+from ironhive.adapters.validation_errors import describe_validation_error, kind_of
 from ironhive.domain.errors import ConfigurationError
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -63,7 +64,6 @@ _TRANSPORT_ALIASES: Mapping[str, Transport] = {
     "streamablehttp": "http",
     "sse": "sse",
 }
-_MAX_REPORTED = 5
 
 
 def _scalar_text(value: object) -> object:
@@ -264,7 +264,7 @@ def parse_plugin_document(document: object, source: str) -> PluginFileConfig:
     if document is None:
         return PluginFileConfig()
     if not isinstance(document, Mapping):
-        raise ConfigurationError(f"Invalid {source}: the top level must be a mapping, not {_kind(document)}")
+        raise ConfigurationError(f"Invalid {source}: the top level must be a mapping, not {kind_of(document)}")
     top = _rekey(document, _TOP_KEYS, source, "the top level")
     plugins = top.get("plugins")
     if isinstance(plugins, Mapping):
@@ -280,7 +280,7 @@ def parse_plugin_document(document: object, source: str) -> PluginFileConfig:
     try:
         return PluginFileConfig.model_validate(top)
     except ValidationError as error:
-        raise ConfigurationError(f"Invalid {source}: {_describe(error)}") from error
+        raise ConfigurationError(f"Invalid {source}: {describe_validation_error(error)}") from error
 
 
 def merge_plugin_files(files: tuple[PluginFile, ...], project_dir: Path) -> MergedPlugins:
@@ -372,41 +372,6 @@ def _rekey(entries: Mapping[object, object], known: Mapping[str, str], source: s
             raise ConfigurationError(f"Invalid {source}: duplicate key '{key}' in {where} (keys are case-insensitive)")
         result[name] = value
     return result
-
-
-def _describe(error: ValidationError) -> str:
-    problems: list[str] = []
-    for detail in error.errors()[:_MAX_REPORTED]:
-        location = ".".join(str(part) for part in detail["loc"]) or "the top level"
-        kind = detail["type"]
-        if kind == "extra_forbidden":
-            parent = ".".join(str(part) for part in detail["loc"][:-1]) or "the top level"
-            problems.append(f"unknown key '{detail['loc'][-1]}' in {parent}")
-        elif kind == "value_error":
-            message = str(detail.get("ctx", {}).get("error", detail["msg"]))
-            problems.append(f"{location}: {message}")
-        elif kind in ("model_type", "model_attributes_type", "dict_type"):
-            problems.append(f"{location} must be a mapping, not {_kind(detail.get('input'))}")
-        else:
-            problems.append(f"{location}: {detail['msg']}")
-    hidden = error.error_count() - len(problems)
-    if hidden > 0:
-        problems.append(f"and {hidden} more")
-    return "; ".join(problems)
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "empty"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return type(value).__name__
 
 
 def _same_file(first: Path, second: Path) -> bool:

@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
 
 from ironhive.adapters.config.files import CONFIG_DIRECTORY, project_config_path
 from ironhive.adapters.config.safe_files import (
@@ -42,6 +43,7 @@ from ironhive.adapters.config.trust import ProjectTrust, sha256_of
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, load_jsonc
 from ironhive.adapters.permissions.narrowing import narrow
+from ironhive.adapters.validation_errors import describe_validation_error, kind_of
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.permissions.rules import DEFAULT_POLICY, PermissionAction, PermissionPolicy, PermissionRule
 
@@ -61,7 +63,6 @@ _SECTION_KEYS = (
     "default_action",
 )
 _PATH_CATEGORIES = ("read", "edit", "external_directory")
-_MAX_REPORTED = 5
 
 
 def _parse_action(value: str | None) -> str | None:
@@ -231,7 +232,7 @@ def policy_from_config_section(section: object) -> PermissionPolicy:
 
 def _build_section(section: object, source: str) -> PermissionPolicy:
     if not isinstance(section, Mapping):
-        raise ConfigurationError(f"Invalid {source}: 'permissions' must be a mapping, not {_kind(section)}")
+        raise ConfigurationError(f"Invalid {source}: 'permissions' must be a mapping, not {kind_of(section)}")
     # config.yaml's permissions.sandbox configures the command sandbox (read by the config schema), not a rule.
     rules = {key: value for key, value in section.items() if key != "sandbox"}
     return _build(rules, _CamelSection, source, "permissions")
@@ -315,7 +316,7 @@ def _unwrap(document: object, source: str) -> Mapping[str, object]:
         raise ConfigurationError(f"Invalid {source}: unknown top-level key '{unknown[0]}'")
     section = document["permissions"]
     if not isinstance(section, Mapping):
-        raise ConfigurationError(f"Invalid {source}: 'permissions' must be a mapping, not {_kind(section)}")
+        raise ConfigurationError(f"Invalid {source}: 'permissions' must be a mapping, not {kind_of(section)}")
     return section
 
 
@@ -326,7 +327,9 @@ def _build(section: Mapping[str, object], model: type[_Section], source: str, pr
     try:
         parsed = model.model_validate(section)
     except ValidationError as error:
-        raise ConfigurationError(f"Invalid {source}: {_describe(error, prefix)}") from error
+        raise ConfigurationError(
+            f"Invalid {source}: {describe_validation_error(error, prefix=prefix, special=_rule_without_pattern)}"
+        ) from error
     for category in _PATH_CATEGORIES:
         for index, rule in enumerate(getattr(parsed, category) or []):
             problem = GitIgnorePathMatcher.compile_error(rule.pattern)
@@ -366,42 +369,9 @@ def _alias(field: str, model: type[_Section]) -> str:
     return alias or field
 
 
-def _describe(error: ValidationError, prefix: str) -> str:
-    problems: list[str] = []
-    for detail in error.errors()[:_MAX_REPORTED]:
-        location = tuple(detail["loc"])
-        where = _format_location(prefix, location[:-1]) if location else prefix
-        here = _format_location(prefix, location)
-        kind = detail["type"]
-        if kind == "extra_forbidden":
-            problems.append(f"unknown key '{location[-1]}' in {where}")
-        elif kind in ("missing", "value_error") and location[-1] == "pattern":
-            problems.append(f"the rule {where} has no pattern")
-        elif kind == "value_error":
-            message = str(detail.get("ctx", {}).get("error", detail["msg"]))
-            problems.append(f"{message} at {here}")
-        elif kind in ("model_type", "model_attributes_type", "dict_type"):
-            problems.append(f"{here} must be a mapping, not {_kind(detail.get('input'))}")
-        else:
-            problems.append(f"{here}: {detail['msg']}")
-    hidden = error.error_count() - len(problems)
-    if hidden > 0:
-        problems.append(f"and {hidden} more")
-    return "; ".join(problems)
-
-
-def _format_location(prefix: str, location: Sequence[int | str]) -> str:
-    text = prefix
-    for part in location:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "empty"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"the {type(value).__name__} {value!r}"
+def _rule_without_pattern(detail: ErrorDetails, here: str, where: str) -> str | None:
+    """A rule lacking its pattern is named as the rule (``the rule permissions.bash[0] has no pattern``)."""
+    location = detail["loc"]
+    if detail["type"] in ("missing", "value_error") and location and location[-1] == "pattern":
+        return f"the rule {where} has no pattern"
+    return None

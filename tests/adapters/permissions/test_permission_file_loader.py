@@ -225,12 +225,12 @@ def test_a_file_is_a_complete_policy_too(tmp_path: Path) -> None:
         (
             "permissions.yaml",
             "permissions:\n  read: [{pattern: a, action: alow}]\n",
-            "'alow' is not an action (allow, deny or ask) at permissions.read[0].action",
+            "permissions.read[0].action: 'alow' is not an action (allow, deny or ask)",
         ),
         (
             "permissions.yaml",
             "permissions:\n  default_action: maybe\n",
-            "'maybe' is not an action (allow, deny or ask) at permissions.default_action",
+            "permissions.default_action: 'maybe' is not an action (allow, deny or ask)",
         ),
         ("permissions.yaml", "permissions:\n  bash: [{action: deny}]\n", "the rule permissions.bash[0] has no pattern"),
         (
@@ -268,7 +268,7 @@ def test_a_file_is_a_complete_policy_too(tmp_path: Path) -> None:
         (
             "permissions.json",
             '{"permissions": {"read": [{"pattern": "a", "action": "yes"}]}}',
-            "'yes' is not an action (allow, deny or ask) at permissions.read[0].action",
+            "permissions.read[0].action: 'yes' is not an action (allow, deny or ask)",
         ),
     ],
 )
