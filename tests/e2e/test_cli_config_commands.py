@@ -262,3 +262,60 @@ def test_config_with_an_unknown_action_is_a_usage_error(cli: Cli) -> None:
     assert (completed.returncode, completed.stdout) == (2, "")
     assert completed.stderr.startswith('Error: Invalid value "bogus" for ACTION. Choose from: "show", "path".')
     assert 'Did you mean "show"?' in cli("config", "shw").stderr
+
+
+BROKEN = "openai:\n  apiKey: sk-paid-provider-key\n  model: [gpt-4o\nlmsupply:\n  enabled: false\n"
+"""The user's paid provider with a YAML syntax error (the flow list on line 3 never closes)."""
+
+
+def malformed(path: Path) -> str:
+    """What every surface must say about ``BROKEN`` at ``path``: the file, the line and the problem."""
+    return f"Malformed YAML in {path}:4: expected ',' or ']', but got ':'"
+
+
+def write_config(path: Path, text: str) -> Path:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_one_shot_with_a_malformed_user_config_exits_1_naming_file_and_line(cli: Cli, output: str) -> None:
+    write_config(cli.global_file, BROKEN)
+    completed = cli("-p", "hello", "--output", output)
+    assert completed.returncode == 1
+    assert malformed(cli.global_file) in completed.stderr + completed.stdout
+    assert "local" not in (completed.stderr + completed.stdout).lower()  # no fall-back to the local model
+    assert cli.global_file.read_text() == BROKEN  # nothing is rewritten
+
+
+def test_a_trusted_projects_malformed_config_stops_the_run(cli: Cli) -> None:
+    project_file = write_config(cli.project / ".ironhive" / "config.yaml", BROKEN)
+    completed = cli("-p", "hello", env={"IRONHIVE_TRUST_PROJECT": "1"})
+    assert (completed.returncode, completed.stdout) == (1, "")
+    assert malformed(project_file) in completed.stderr
+
+
+def test_an_untrusted_projects_malformed_config_is_a_warning_and_the_run_goes_on(cli: Cli) -> None:
+    write_config(cli.global_file, "lmsupply:\n  enabled: false\n")
+    project_file = write_config(cli.project / ".ironhive" / "config.yaml", BROKEN)
+    completed = cli("config")
+    assert completed.returncode == 0
+    warning = f"Warning: {malformed(project_file)}; the file was ignored (it is not trusted, so it cannot stop a run)"
+    assert warning in completed.stderr
+    assert "lmsupply.enabled = false" in completed.stdout
+
+
+def test_config_show_with_a_malformed_user_config_is_an_error(cli: Cli) -> None:
+    write_config(cli.global_file, BROKEN)
+    completed = cli("config")
+    assert (completed.returncode, completed.stdout) == (1, "")
+    assert completed.stderr == f"Error: {malformed(cli.global_file)}\n"
+
+
+def test_unknown_keys_stay_warnings_naming_file_and_line(cli: Cli) -> None:
+    write_config(cli.global_file, "lmsupply:\n  enabled: false\n\nopenai:\n  # a typo below\n  modle: gpt-4o\n")
+    completed = cli("config")
+    assert completed.returncode == 0
+    assert f"Warning: Unknown config key 'openai.modle' in {cli.global_file}:6 ignored\n" in completed.stderr

@@ -217,6 +217,18 @@ def test_config_warnings_and_an_invalid_permission_file(doctor: Doctor, snapshot
     assert named(report, "Permission policy")["status"] == "error"
 
 
+def test_a_malformed_user_config_is_an_error_and_doctor_exits_non_zero(doctor: Doctor) -> None:
+    doctor.config_dir.mkdir(mode=0o700)
+    config = doctor.config_dir / "config.yaml"
+    config.write_text("openai:\n  apiKey: sk-paid\n  model: [gpt-4o\nlmsupply:\n  enabled: false\n")
+    config.chmod(0o600)
+    code, _, report = doctor.json(env={"LMSUPPLY_ENABLED": "false"})
+    assert code == 1
+    check = named(report, "Config file")
+    message = f"Malformed YAML in {config}:4: expected ',' or ']', but got ':'"
+    assert (check["status"], check["message"]) == ("error", message)
+
+
 def test_partly_configured_providers_are_warnings_naming_the_missing_key(
     doctor: Doctor, snapshot: SnapshotAssertion
 ) -> None:

@@ -6,6 +6,7 @@ import multiprocessing
 from pathlib import Path
 
 from ironhive.adapters.config.trust import TrustStore
+from tests.support.processes import run_in_processes
 
 RECORDS_PER_PROCESS = 40
 PROCESSES = 3
@@ -18,16 +19,7 @@ def trust_many(home: str, prefix: str, count: int) -> None:
 
 
 def test_concurrent_writers_from_several_processes_lose_no_record(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    workers = [
-        context.Process(target=trust_many, args=(str(tmp_path), f"p{number}", RECORDS_PER_PROCESS))
-        for number in range(PROCESSES)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-        assert worker.exitcode == 0
+    run_in_processes(trust_many, [(str(tmp_path), f"p{number}", RECORDS_PER_PROCESS) for number in range(PROCESSES)])
     store = TrustStore.for_home(tmp_path)
     expected = {
         f"/projects/p{number}-{index}/.ironhive/plugins.yaml"

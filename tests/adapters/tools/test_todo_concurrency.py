@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 from pathlib import Path
 
 from ironhive.adapters.tools.todo import ManageTodoTool
+from tests.support.processes import run_in_processes
 
 TASKS_PER_PROCESS = 25
 PROCESSES = 3
@@ -25,16 +25,7 @@ def add_tasks(root: str, prefix: str, count: int) -> None:
 
 
 def test_processes_adding_to_the_same_list_lose_no_task_and_share_no_id(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    workers = [
-        context.Process(target=add_tasks, args=(str(tmp_path), f"p{number}", TASKS_PER_PROCESS))
-        for number in range(PROCESSES)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-        assert worker.exitcode == 0
+    run_in_processes(add_tasks, [(str(tmp_path), f"p{number}", TASKS_PER_PROCESS) for number in range(PROCESSES)])
     stored = json.loads((tmp_path / ".ironhive" / "todo.json").read_text())
     tasks = [item["task"] for item in stored["items"]]
     expected = {f"p{number}-{index}" for number in range(PROCESSES) for index in range(TASKS_PER_PROCESS)}
