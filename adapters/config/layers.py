@@ -36,13 +36,13 @@ def read_yaml_layer(
         fail: Receives the problem of the user's or a trusted file that cannot be used.
     """
     try:
-        data = read_limited_bytes(path)
-        if data is None:
-            return None
-        text = decode_text(path, data)
+        read = _read_text(path)
     except ConfigurationError as error:  # UnsafeFileError: a FIFO, a device, too large, not UTF-8
         _unusable(error, trust is None, warn, fail)  # nothing was read, so nothing of a project's can be trusted
         return None
+    if read is None:
+        return None
+    data, text = read
     digest = sha256_of(data)
     try:
         mapping = parse_yaml_mapping(text, path)
@@ -65,19 +65,29 @@ def read_dotenv_layer(
         warn: Receives each problem (an unreadable file, an unreadable statement at ``file:line``).
     """
     try:
-        data = read_limited_bytes(path)
-        if data is None:
-            return None
-        text = decode_text(path, data)
+        read = _read_text(path)
     except ConfigurationError as error:  # UnsafeFileError: a FIFO, a device, too large, not UTF-8
         warn(f"{error}; the file was ignored")
         return None
+    if read is None:
+        return None
+    data, text = read
     digest = sha256_of(data)
     trusted = trust.is_trusted(path, digest)
     parsed = parse_dotenv(text, str(path), environ if trusted else None)
     for message in parsed.warnings:
         warn(message)
     return parsed.values, digest, trusted
+
+
+def _read_text(path: Path) -> tuple[bytes, str] | None:
+    """The file's bytes (what trust hashes) and its text; ``None`` when it does not exist.
+
+    Raises:
+        UnsafeFileError: It is not a regular file, too large, unreadable or not UTF-8.
+    """
+    data = read_limited_bytes(path)
+    return None if data is None else (data, decode_text(path, data))
 
 
 def _unusable(error: ConfigurationError, trusted: bool, warn: Warn, fail: Fail) -> None:
