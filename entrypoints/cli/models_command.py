@@ -53,10 +53,10 @@ def models(
     from ironhive.domain.errors import ConfigurationError
     from ironhive.domain.model_listing import list_models
 
-    loaded = load_config(home=Path.home(), project=Path.cwd(), environ=os.environ)
-    for line in (*loaded.notices, *loaded.warnings):
-        sys.stderr.write(f"{line}\n")
     try:
+        loaded = load_config(home=Path.home(), project=Path.cwd(), environ=os.environ)
+        for line in (*loaded.notices, *loaded.warnings):
+            sys.stderr.write(f"{line}\n")
         names = providers_to_list(provider, loaded.config)
     except ConfigurationError as error:
         sys.stderr.write(f"Error: {error}\n")

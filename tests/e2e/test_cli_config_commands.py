@@ -319,3 +319,10 @@ def test_unknown_keys_stay_warnings_naming_file_and_line(cli: Cli) -> None:
     completed = cli("config")
     assert completed.returncode == 0
     assert f"Warning: Unknown config key 'openai.modle' in {cli.global_file}:6 ignored\n" in completed.stderr
+
+
+def test_models_with_a_malformed_user_config_is_an_error_not_a_traceback(cli: Cli) -> None:
+    write_config(cli.global_file, BROKEN)
+    completed = cli("models")
+    assert (completed.returncode, completed.stdout) == (1, "")
+    assert completed.stderr == f"Error: {malformed(cli.global_file)}\n"
