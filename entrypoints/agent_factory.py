@@ -125,24 +125,27 @@ class Agent:
 
 
 @asynccontextmanager
-async def open_agent(settings: AgentSettings, *, trust: TrustDecider | None = None) -> AsyncIterator[Agent]:
+async def open_agent(
+    settings: AgentSettings, *, trust: TrustDecider | None = None, extra_tools: Sequence[Tool] = ()
+) -> AsyncIterator[Agent]:
     """The agent of a CLI run or server session, with its MCP plugin servers running while the block runs.
 
     Args:
         settings: How to build it.
         trust: Asked whether an untrusted project plugin file may start its processes (denied when ``None``).
+        extra_tools: Tools the caller started itself (an editor's MCP servers over ACP), before the plugin tools.
 
     Raises:
         ConfigurationError: A permission file, plugin file or section is broken, or a provider cannot be built.
     """
     project = settings.working_directory.resolve()
     if not plugin_file_exists(project, Path.home()):  # nothing to start: the MCP adapter and its SDK stay unimported
-        yield await build_agent(settings)
+        yield await build_agent(settings, extra_tools=extra_tools)
         return
     from ironhive.adapters.mcp.provider import McpToolProvider
 
     async with McpToolProvider.from_config(project, trust=trust) as plugins:
-        yield await build_agent(settings, extra_tools=await plugins.get_tools())
+        yield await build_agent(settings, extra_tools=[*extra_tools, *await plugins.get_tools()])
 
 
 def agent_container(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()) -> IronHiveContainer:

@@ -10,6 +10,7 @@ from cyclopts import App, Parameter
 
 from ironhive import __version__
 from ironhive.adapters.provider_registry import provider_names_help
+from ironhive.cli.acp_command import register as register_acp_command
 from ironhive.cli.config_commands import register as register_config_commands
 from ironhive.cli.daemon_command import register as register_daemon_command
 from ironhive.cli.doctor import register as register_doctor
@@ -258,6 +259,7 @@ for register in (
     register_update,
     register_protocol_command,
     register_daemon_command,
+    register_acp_command,
 ):
     register(app)
 app.register_install_completion_command(add_to_startup=True, help="Install shell completion (bash, zsh or fish).")
