@@ -326,3 +326,12 @@ def test_models_with_a_malformed_user_config_is_an_error_not_a_traceback(cli: Cl
     completed = cli("models")
     assert (completed.returncode, completed.stdout) == (1, "")
     assert completed.stderr == f"Error: {malformed(cli.global_file)}\n"
+
+
+def test_a_run_warns_about_an_unknown_key_with_file_and_line_and_goes_on(cli: Cli) -> None:
+    write_config(cli.global_file, "openai:\n  modle: gpt-4o\n")
+    script = cli.root / "script.json"
+    script.write_text('{"steps": [{"text": "hello back"}]}')
+    completed = cli("--provider", "scripted", "-m", str(script), "-p", "hello")
+    assert (completed.returncode, completed.stdout) == (0, "hello back\n")
+    assert f"Warning: Unknown config key 'openai.modle' in {cli.global_file}:2 ignored\n" in completed.stderr
