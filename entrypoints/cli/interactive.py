@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ironhive.agent_factory import Agent, AgentSettings
-    from ironhive.cli.line_editor import EditingLineReader
-    from ironhive.cli.live_markdown import LiveMarkdownRenderer
+    from ironhive.cli.line_editor import EditingLineReader, TerminalMenu
 from ironhive.domain.sessions import SessionBinding, SessionRequest
 from ironhive.ports.chat import Preloadable
 
@@ -74,27 +73,6 @@ def terminal_console(*, plain: bool) -> Console:
 def line_editing(plain: bool) -> bool:
     """Whether prompts get line editing: not with ``--plain``, and only with a terminal on stdin and stdout."""
     return not plain and sys.stdin.isatty() and sys.stdout.isatty()
-
-
-class TerminalMenu:
-    """The approval menu of the interactive mode: the live answer is paused, then the question is read by the editor."""
-
-    def __init__(self, console: Console, reader: EditingLineReader) -> None:
-        self._console = console
-        self._reader = reader
-        self.renderer: LiveMarkdownRenderer | None = None
-
-    def show(self, text: str) -> None:
-        """Print the lines describing the call, below what was streamed so far."""
-        if self.renderer is not None:
-            self.renderer.pause()
-        self._console.print(text, style="yellow", markup=False, end="")
-
-    async def ask(self, question: str, default: str = "") -> str | None:
-        """Read one answer with the line editor (its own bold prompt, no history)."""
-        if self.renderer is not None:
-            self.renderer.pause()
-        return await self._reader.ask(question, default)
 
 
 class InteractiveSession:
@@ -312,7 +290,7 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
     reader: EditingLineReader | None = None
     menu: TerminalMenu | None = None
     if line_editing(request.plain):
-        from ironhive.cli.line_editor import EditingLineReader, history_path
+        from ironhive.cli.line_editor import EditingLineReader, TerminalMenu, history_path
 
         # Ctrl+C in the approval menu is a key (the terminal is in raw mode): it cancels the turn like the signal.
         reader = EditingLineReader(

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.application import Application
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from rich.console import Console
+
+    from ironhive.cli.live_markdown import LiveMarkdownRenderer
 
 HISTORY_FILE = "prompt_history"
 
@@ -117,3 +120,24 @@ def _clear_or_interrupt(app: Application[str]) -> None:
         app.current_buffer.reset()
     else:
         app.exit(exception=KeyboardInterrupt(), style="class:aborting")
+
+
+class TerminalMenu:
+    """The approval menu of the interactive mode: the live answer is paused, then the question is read by the editor."""
+
+    def __init__(self, console: Console, reader: EditingLineReader) -> None:
+        self._console = console
+        self._reader = reader
+        self.renderer: LiveMarkdownRenderer | None = None
+
+    def show(self, text: str) -> None:
+        """Print the lines describing the call, below what was streamed so far."""
+        if self.renderer is not None:
+            self.renderer.pause()
+        self._console.print(text, style="yellow", markup=False, end="")
+
+    async def ask(self, question: str, default: str = "") -> str | None:
+        """Read one answer with the line editor (its own bold prompt, no history)."""
+        if self.renderer is not None:
+            self.renderer.pause()
+        return await self._reader.ask(question, default)

@@ -86,6 +86,7 @@ class LiveMarkdownRenderer:
         self._blocks_done = 0  # blocks of the current answer printed for good (a blank line goes between two)
         self._last_refresh = 0.0
         self._scheduled: asyncio.TimerHandle | None = None
+        self._mid_line = False  # shown thinking ended without a line break
 
     def start(self, session_id: str | None) -> None:
         """Show the spinner until the first visible chunk."""
@@ -98,8 +99,11 @@ class LiveMarkdownRenderer:
                 self._stop_spinner()
                 self._append(text)
             case ThinkingDelta(text=text) if self._show_thinking:
-                self.pause()
+                if self._live is not None or self._pending:
+                    self.pause()
+                self._stop_spinner()
                 self._console.print(text, style="dim italic", end="", markup=False)
+                self._mid_line = self._mid_line if not text else not text.endswith("\n")
             case ToolCallChunk(call=call):
                 self.pause()
                 self._console.print(f"→ Calling tool: {call.name}", style="cyan", markup=False)
@@ -140,6 +144,7 @@ class LiveMarkdownRenderer:
     def pause(self) -> None:
         """Stop the spinner and print the pending text for good, so the terminal is free (for a question, say)."""
         self._stop_spinner()
+        self._end_line()
         if self._scheduled is not None:
             self._scheduled.cancel()
             self._scheduled = None
@@ -151,6 +156,12 @@ class LiveMarkdownRenderer:
         self._pending = ""
         self._tail_printed = 0
         self._blocks_done = 0
+
+    def _end_line(self) -> None:
+        """End a line that shown thinking left open, so what follows starts at the left margin."""
+        if self._mid_line:
+            self._console.print()
+            self._mid_line = False
 
     def _wait(self) -> None:
         from rich.live import Live
@@ -176,6 +187,7 @@ class LiveMarkdownRenderer:
         if self._live is None:
             from rich.live import Live
 
+            self._end_line()
             self._live = Live(
                 console=self._console,
                 auto_refresh=False,

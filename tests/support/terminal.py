@@ -127,7 +127,7 @@ class Terminal:
         self._stream.feed(chunk)
         return True
 
-    def read_until(self, marker: bytes, timeout: float = 30.0) -> bytes:
+    def read_until(self, marker: bytes, timeout: float = 60.0) -> bytes:
         """The raw output after the previous marker found, up to and including ``marker``.
 
         The search starts where the previous found marker ended, never where the reading stopped: a marker that
@@ -143,7 +143,7 @@ class Terminal:
         self._read_to = found + len(marker)
         return self.seen[start : self._read_to]
 
-    def wait_for(self, check: str | Callable[[str], bool], timeout: float = 30.0) -> str:
+    def wait_for(self, check: str | Callable[[str], bool], timeout: float = 60.0) -> str:
         """Wait until the rendered screen contains ``check`` (or satisfies it); returns the screen's text."""
         test = check if callable(check) else (lambda screen: check in screen)
         deadline = time.monotonic() + timeout
@@ -167,7 +167,7 @@ class Terminal:
         """Whether the cursor's line starts with ``prompt`` (the line editor waits for input)."""
         return self.screen.display[self.screen.cursor.y].startswith(prompt)
 
-    def wait_for_prompt(self, prompt: str = "> ", timeout: float = 30.0) -> str:
+    def wait_for_prompt(self, prompt: str = "> ", timeout: float = 60.0) -> str:
         """Wait until the cursor sits on a line starting with ``prompt``; returns the screen's text."""
         return self.wait_for(lambda _: self.at_prompt(prompt), timeout)
 
@@ -194,7 +194,7 @@ class Terminal:
             if pause:
                 time.sleep(pause)
 
-    def wait(self, timeout: float = 30.0) -> int:
+    def wait(self, timeout: float = 60.0) -> int:
         """The exit code, reading the output meanwhile (a child blocked on a full pty would never exit)."""
         deadline = time.monotonic() + timeout
         while (code := self.process.poll()) is None:

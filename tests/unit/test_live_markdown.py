@@ -13,7 +13,7 @@ from rich.markdown import Markdown
 
 from ironhive.cli.live_markdown import LiveMarkdownRenderer
 from ironhive.domain.tool_calls import make_tool_call
-from ironhive.domain.turn import TextDelta, ToolCallChunk
+from ironhive.domain.turn import TextDelta, ThinkingDelta, ToolCallChunk
 
 WIDTH = 60
 HEIGHT = 12
@@ -86,3 +86,14 @@ def test_a_tool_call_line_comes_after_the_text_before_it() -> None:
     renderer.chunk(ToolCallChunk(call=make_tool_call("c1", "read_file", "{}")))
     renderer.pause()
     assert scrollback(out.getvalue()) == ["Let me look.", "→ Calling tool: read_file"]
+
+
+def test_shown_thinking_ends_its_line_before_the_answer() -> None:
+    out = io.StringIO()
+    ticks = itertools.count(start=1000.0, step=1.0)
+    renderer = LiveMarkdownRenderer(console(out), show_thinking=True, now=lambda: next(ticks))
+    renderer.chunk(ThinkingDelta(text="Thinking "))
+    renderer.chunk(ThinkingDelta(text="hard."))
+    renderer.chunk(TextDelta(text="The answer."))
+    renderer.pause()
+    assert scrollback(out.getvalue()) == ["Thinking hard.", "The answer."]
