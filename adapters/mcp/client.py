@@ -135,7 +135,7 @@ class McpServerConnection:
 
         Args:
             tool: The tool's name on the server.
-            arguments: The arguments, passed on unchanged.
+            arguments: The arguments (``McpTool`` checked them against the tool's input schema), sent as given.
             display_name: The tool's ironhive name, for messages.
 
         Raises:

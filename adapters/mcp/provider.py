@@ -72,12 +72,20 @@ class McpTool:
         return self._remote_name
 
     async def invoke(self, arguments: Mapping[str, JsonValue]) -> str:
-        """Call the tool on its server (restarting a dead server first).
+        """Check the arguments against the server's input schema, then call the tool (restarting a dead server first).
+
+        Arguments that do not fit never reach the server: the model gets the same recovery directive as for a
+        built-in tool, naming the parameter, what it must be and what was sent.
 
         Raises:
+            ToolArgumentError: The arguments do not fit the tool's input schema.
             ToolError: The server is not available, the call timed out or failed, or the tool reported an error.
         """
-        return await self._connection.call(self._remote_name, arguments, self._spec.name)
+        # Imported here: the tools package loads every built-in tool, which listing MCP servers has no use for.
+        from ironhive.adapters.tools.arguments import validate_arguments
+
+        validated = validate_arguments(self._spec.name, self._spec.parameters, arguments, fill_defaults=False)
+        return await self._connection.call(self._remote_name, dict(validated), self._spec.name)
 
 
 class McpToolProvider:

@@ -1,4 +1,4 @@
-"""The one argument validator of the built-in tools: checks a call's arguments against the tool's JSON schema."""
+"""The one argument validator of tools with a JSON schema (built-in and MCP): harmless coercions, then jsonschema."""
 
 from __future__ import annotations
 
@@ -6,19 +6,22 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
+from ironhive.adapters.tools.schema_validation import argument_error, compiled, schema_errors
+from ironhive.adapters.tools.schema_validation import describe_value as describe_value
 from ironhive.domain.errors import ToolArgumentError
 from ironhive.ports.chat import JsonValue
 
 JsonSchema = Mapping[str, JsonValue]
 
 _INTEGER_TEXT = re.compile(r"[+-]?\d+")
-_TYPE_NAMES = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean (true or false)",
-    "array": "an array",
-    "object": "an object",
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
 }
 
 
@@ -100,26 +103,35 @@ class Arguments(Mapping[str, JsonValue]):
         raise TypeError(f"parameter {name!r} is not a boolean")
 
 
-def validate_arguments(tool_name: str, schema: JsonSchema, arguments: Mapping[str, JsonValue] | None) -> Arguments:
-    """Check a call's arguments against a tool's parameter schema, coercing what models commonly get slightly wrong.
+def validate_arguments(
+    tool_name: str,
+    schema: JsonSchema,
+    arguments: Mapping[str, JsonValue] | None,
+    *,
+    fill_defaults: bool = True,
+) -> Arguments:
+    """Check a call's arguments against a tool's JSON schema, coercing what models commonly get slightly wrong.
 
-    Supported schema keywords: ``required``, ``type`` (string, integer, number, boolean, array, object), ``enum``,
-    ``minimum`` and ``default``. Harmless coercions: ``"12"`` for an integer, ``"true"``/``"false"`` for a boolean, a
-    number for a string, an enum value in the wrong case, ``null`` for "not sent", and a camelCase name
-    (``startLine``) for a snake_case parameter (``start_line``). Parameters the schema does not know are dropped.
+    The schema is applied by jsonschema (its ``$schema`` dialect, Draft 2020-12 by default), so every keyword counts,
+    nested ones included. Before that, harmless slips are mended where the schema says what it wants: ``"12"`` for an
+    integer, ``3.0`` for an integer, ``"true"``/``"false"`` for a boolean, a number for a string, an enum value in
+    the wrong case (in nested objects and arrays too), ``null`` for a parameter that does not accept it read as "not
+    sent", and a camelCase name (``startLine``) for a snake_case parameter (``start_line``). Parameters a closed
+    schema (``additionalProperties: false``) does not know are dropped; an open schema passes them on.
 
     Args:
         tool_name: The tool's name, used in messages.
         schema: The tool's ``object`` schema.
         arguments: The arguments the model sent (``None`` is read as no arguments).
+        fill_defaults: Fill in the schema's ``default`` of a parameter that was not sent (the built-in tools read
+            them; an MCP server applies its own).
 
     Returns:
-        The validated, coerced arguments with defaults filled in.
+        The validated, coerced arguments.
 
     Raises:
-        ToolArgumentError: A required parameter is missing, or a value has the wrong type or is out of range. The
-            message contains ``required parameter 'X'`` for a missing one and names the expected type for a wrong
-            one.
+        ToolArgumentError: The arguments do not fit the schema. The message names each parameter (up to three),
+            what it must be and what was sent; ``Missing required parameter 'X'`` for a missing one.
     """
     if arguments is None:
         arguments = {}
@@ -127,35 +139,44 @@ def validate_arguments(tool_name: str, schema: JsonSchema, arguments: Mapping[st
         raise ToolArgumentError(f"Tool '{tool_name}' expects its arguments as a JSON object")
     properties = schema.get("properties")
     properties = properties if isinstance(properties, Mapping) else {}
-    sent = _by_parameter_name(arguments, properties)
+    closed = schema.get("additionalProperties") is False
+    candidate = {
+        name: coerce_value(properties.get(name), value)
+        for name, value in _by_parameter_name(arguments, properties, closed=closed).items()
+    }
+    validator = compiled(schema)
+    if validator is None:
+        return Arguments(candidate)
+    errors = schema_errors(validator, candidate)
+    # A null the schema refuses means "not sent" (models write null for an optional parameter they leave out).
+    unsent = {key for key, value in candidate.items() if value is None and _refused_at(errors, key)}
+    if unsent or fill_defaults:
+        candidate = {key: value for key, value in candidate.items() if key not in unsent}
+        for name, prop in properties.items():
+            if fill_defaults and name not in candidate and isinstance(prop, Mapping) and "default" in prop:
+                candidate[name] = prop["default"]
+        errors = schema_errors(validator, candidate)
+    if errors:
+        raise argument_error(tool_name, errors)
+    return Arguments(candidate)
 
-    result: dict[str, JsonValue] = {}
-    for name, prop in properties.items():
-        prop_schema: Mapping[str, JsonValue] = prop if isinstance(prop, Mapping) else {}
-        value = sent.get(name)
-        if value is None:
-            if "default" in prop_schema:
-                result[name] = prop_schema["default"]
-            continue
-        result[name] = _check_value(tool_name, name, prop_schema, value)
 
-    required = schema.get("required")
-    for needed in required if isinstance(required, list) else []:
-        if isinstance(needed, str) and needed not in result:
-            raise ToolArgumentError(
-                f"Missing required parameter '{needed}' for tool '{tool_name}'. Call it again with '{needed}' set.",
-                parameter=needed,
-            )
-    return Arguments(result)
+def _refused_at(errors: Sequence[object], key: str) -> bool:
+    return any(list(getattr(error, "absolute_path", ())) == [key] for error in errors)
 
 
-def _by_parameter_name(arguments: Mapping[str, JsonValue], properties: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """Key the sent arguments by schema parameter name, accepting camelCase spellings of snake_case names."""
+def _by_parameter_name(
+    arguments: Mapping[str, JsonValue], properties: Mapping[str, JsonValue], *, closed: bool
+) -> dict[str, JsonValue]:
+    """Key the sent arguments by parameter name (camelCase accepted for snake_case); a closed schema drops the rest."""
     sent: dict[str, JsonValue] = {}
     for key, value in arguments.items():
         name = key if key in properties else snake_case(key)
-        if name in properties and (sent.get(name) is None or key == name):
-            sent[name] = value
+        if name in properties:
+            if key == name or name not in sent or sent[name] is None:
+                sent[name] = value
+        elif not closed:
+            sent[key] = value
     return sent
 
 
@@ -164,95 +185,64 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
-def _check_value(tool_name: str, name: str, schema: Mapping[str, JsonValue], value: JsonValue) -> JsonValue:
+def coerce_value(schema: JsonValue, value: JsonValue) -> JsonValue:
+    """``value`` mended towards what ``schema`` asks for where the fix is unambiguous; unchanged otherwise.
+
+    Only the schema's own ``type``, ``enum``, ``properties`` and ``items`` are followed (not ``$ref`` or ``anyOf``):
+    what is not mended here is still judged by jsonschema afterwards.
+    """
+    if not isinstance(schema, Mapping):
+        return value
     expected = schema.get("type")
-    if isinstance(expected, str):
-        value = _coerce(tool_name, name, expected, value)
+    listed = expected if isinstance(expected, list) else [expected]
+    types = [name for name in listed if isinstance(name, str)]
+    if types and not any(_is_type(value, name) for name in types):
+        for name in types:
+            mended = _coerced(name, value)
+            if mended is not None:
+                value = mended
+                break
+    elif types == ["integer"] and isinstance(value, float) and value.is_integer():
+        value = int(value)  # jsonschema accepts 3.0 as an integer; the tools want 3
     enum = schema.get("enum")
-    if isinstance(enum, list) and value not in enum:
-        wanted = value.strip().lower() if isinstance(value, str) else None
+    if isinstance(enum, list) and isinstance(value, str) and value not in enum:
+        wanted = value.strip().lower()
         match = [option for option in enum if isinstance(option, str) and option.lower() == wanted]
-        if not match:
-            options = ", ".join(str(option) for option in enum)
-            raise ToolArgumentError(
-                f"Parameter '{name}' of tool '{tool_name}' must be one of: {options}; got {describe_value(value)}",
-                parameter=name,
-            )
-        value = match[0]
-    minimum = schema.get("minimum")
-    if (
-        isinstance(minimum, int | float)
-        and isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and value < minimum
-    ):
-        raise ToolArgumentError(
-            f"Parameter '{name}' of tool '{tool_name}' must be at least {minimum}; got {value}", parameter=name
-        )
+        if len(match) == 1:
+            value = match[0]
+    properties = schema.get("properties")
+    if isinstance(value, dict) and isinstance(properties, Mapping):
+        value = {key: coerce_value(properties.get(key), item) for key, item in value.items()}
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        value = [coerce_value(items, item) for item in value]
     return value
 
 
-def _coerce(tool_name: str, name: str, expected: str, value: JsonValue) -> JsonValue:
-    """Return ``value`` as the JSON type ``expected``, or raise naming the expected type."""
+def _is_type(value: JsonValue, name: str) -> bool:
+    if isinstance(value, bool):
+        return name == "boolean"
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    wanted = _JSON_TYPES.get(name)
+    return wanted is None or isinstance(value, wanted)
+
+
+def _coerced(expected: str, value: JsonValue) -> JsonValue | None:
+    """``value`` as the JSON type ``expected``, or ``None`` when no harmless coercion gets there."""
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    if expected == "string":
-        if isinstance(value, str):
-            return value
-        if is_number:
-            return str(value)
-    elif expected == "integer":
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-            return int(value.strip())
-    elif expected == "number":
-        if is_number:
-            return value
-        if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                pass
-            else:
-                if math.isfinite(number):
-                    return int(number) if _INTEGER_TEXT.fullmatch(value.strip()) else number
-    elif expected == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-    elif expected == "array":
-        if isinstance(value, list):
-            return value
-    elif expected == "object":
-        if isinstance(value, dict):
-            return value
-    else:
-        return value
-    raise ToolArgumentError(
-        f"Parameter '{name}' of tool '{tool_name}' must be {_TYPE_NAMES.get(expected, expected)}; "
-        f"got {describe_value(value)}",
-        parameter=name,
-    )
-
-
-def describe_value(value: object) -> str:
-    """Describe a wrong value briefly, without echoing a long payload back to the model."""
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return f"boolean {str(value).lower()}"
-        case int() | float():
-            return f"number {value}"
-        case str():
-            shown = value if len(value) <= 40 else value[:37] + "..."
-            return f"string {shown!r}"
-        case list():
-            return "an array"
-        case dict():
-            return "an object"
-        case _:
-            return type(value).__name__
+    text = value.strip() if isinstance(value, str) else None
+    if expected == "string" and is_number:
+        return str(value)
+    if expected == "integer" and text is not None and _INTEGER_TEXT.fullmatch(text):
+        return int(text)
+    if expected == "number" and text is not None:
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        if math.isfinite(number):
+            return int(text) if _INTEGER_TEXT.fullmatch(text) else number
+    if expected == "boolean" and text is not None and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return None

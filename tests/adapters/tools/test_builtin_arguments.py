@@ -9,6 +9,7 @@ import pytest
 from ironhive.adapters.tools.arguments import object_schema, validate_arguments
 from ironhive.adapters.tools.files import ReadFileTool
 from ironhive.domain.errors import ToolArgumentError
+from ironhive.domain.invocation.resilient import is_recovery_directive, resilient_function_invoker
 
 SCHEMA = object_schema(
     {
@@ -145,3 +146,12 @@ async def test_tools_validate_through_the_shared_validator(tmp_path: Path) -> No
         await tool.invoke({})
     with pytest.raises(ToolArgumentError, match=r"must be an integer"):
         await tool.invoke({"path": "f.txt", "start_line": "two"})
+
+
+async def test_a_built_in_tool_with_bad_arguments_answers_with_the_recovery_directive(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("one\n")
+    tool = ReadFileTool(tmp_path)
+    directive = await resilient_function_invoker(tool, {"path": "f.txt", "line_count": [2]})
+    assert is_recovery_directive(directive)
+    assert "Parameter 'line_count' of tool 'read_file' must be an integer; got an array" in directive
+    assert "1. Supply the parameter 'line_count'" in directive
