@@ -23,8 +23,9 @@ def acp_command(
 ) -> int:
     """Serve ironhive as an ACP agent on stdin/stdout for editors (Zed, JetBrains, Neovim, Emacs).
 
-    Each editor session is an ironhive session of the editor's project (resumable with session/load); approvals are
-    asked in the editor; the 'plan' mode is planning mode (read-only tools).
+    Each editor session is an ironhive session of its folder, resumable with session/load.
+
+    Approvals are asked in the editor; its 'plan' mode is planning mode (read-only tools).
     """
     from ironhive.acp.runner import run_acp
     from ironhive.acp.session import SessionOptions
