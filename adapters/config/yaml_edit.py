@@ -42,6 +42,8 @@ class YamlDocument:
         self._yaml.preserve_quotes = True
         self._yaml.width = 1 << 16  # never re-wrap a long value
         self._prefix = ""
+        self._suffix = ""
+        """Comments after the last item while the file has no item: they go after the next item set."""
         loaded: Any = None
         if text.strip():
             loaded, sequence_indent, dash_offset = load_yaml_guess_indent(text, yaml=self._yaml)
@@ -61,8 +63,9 @@ class YamlDocument:
 
     def text(self) -> str:
         """The document as YAML text."""
-        if not self.root:
-            return self._prefix
+        if not self.root:  # ruamel writes an empty mapping as `{}` and drops its comments
+            start = self.root.ca.comment[1] if self.root.ca.comment else None
+            return self._prefix + "".join(token.value for token in start or ()) + self._suffix
         stream = io.StringIO()
         self._yaml.dump(self.root, stream)
         return self._prefix + stream.getvalue()
@@ -117,6 +120,8 @@ class YamlDocument:
             return
         previous = _last_slot(self._previous_of_new(mapping))
         tail = _take_tail(previous) if previous is not None else ""
+        if not self.root:
+            tail, self._suffix = self._suffix, ""
         mapping[key] = value
         _append(_last_slot((mapping, key)), tail)
 
@@ -137,6 +142,8 @@ class YamlDocument:
             return
         if first > 0:
             _append(slots[first - 1], tail)
+        elif not self.root:  # the file's last item: its lines stay the last of the file
+            self._suffix = tail
         else:  # the first item of the file: the lines after it join the comments at the top of the file
             if self.root.ca.comment is None:
                 self.root.ca.comment = [None, []]
