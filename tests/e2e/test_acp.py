@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -336,3 +337,36 @@ async def test_manage_todo_becomes_a_plan_and_a_cut_answer_stops_with_max_tokens
     assert [(entry.content, entry.priority, entry.status) for entry in plan.entries] == [
         ("Write the tests", "high", "pending")
     ]
+
+
+async def test_a_closed_connection_rejects_the_open_permission_request(work: Path) -> None:
+    steps = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "f.md", "content": "F"}, "id": "w1"}]}]
+    client = RecordingClient(answers=["allow_once"], hold=asyncio.Event())
+    async with editor(work, *scripted(work, [*steps, {"text": "after"}]), client=client) as ed:
+        session = await ed.conn.new_session(cwd=str(work), mcp_servers=[])
+        running = asyncio.create_task(prompt(ed, session.session_id, "write f"))
+        await asyncio.wait_for(client.asked_event.wait(), TIMEOUT)
+        process = ed.process
+    # the editor went away while the question was open: the agent exits and the call never runs
+    with contextlib.suppress(BaseException):
+        await running
+    assert await asyncio.wait_for(process.wait(), TIMEOUT) == 0  # left on its own, not terminated by the SDK
+    assert not (work / "f.md").exists()
+
+
+async def test_the_editors_mcp_servers_join_the_tools(work: Path) -> None:
+    pytest.importorskip("mcp_server_time")
+    from acp.schema import McpServerStdio
+
+    call = {"name": "mcp__time__get_current_time", "arguments": {"timezone": "UTC"}, "id": "m1"}
+    client = RecordingClient(answers=["allow_once"])
+    async with editor(work, *scripted(work, [{"tool_calls": [call]}, {"text": "it is now"}]), client=client) as ed:
+        server = McpServerStdio(
+            name="time", command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"], env=[]
+        )
+        session = await asyncio.wait_for(ed.conn.new_session(cwd=str(work), mcp_servers=[server]), TIMEOUT)
+        assert await prompt(ed, session.session_id, "what time is it?") == "end_turn"
+    ends = {update.tool_call_id: update for update in client.of(ToolCallProgress)}
+    assert ends["m1"].status == "completed" and '"timezone": "UTC"' in ends["m1"].raw_output
+    starts = {update.tool_call_id: update for update in client.of(ToolCallStart)}
+    assert starts["m1"].kind == "other" and starts["m1"].title == "mcp__time__get_current_time"
