@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 
 from ironhive.domain.agent_loop import AgentLoop, TurnObserver
 from ironhive.domain.context.budget import TokenBudgetChatClient
+from ironhive.domain.context.calibration import UsageCalibratingChatClient
 from ironhive.domain.context.catalog import context_window
 from ironhive.domain.context.config import CompactionConfig
 from ironhive.domain.context.manager import ContextManager
 from ironhive.domain.context.summarizer import ModelSummarizer
-from ironhive.domain.context.tokens import DEFAULT_COUNTER, TokenCounter, count_messages
+from ironhive.domain.context.tokens import CalibratedCounter, TokenCounter, count_messages
 from ironhive.domain.failover import ChainedProvider, FailoverChatClient, RetryPolicy
 from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
@@ -100,9 +101,17 @@ def window_of(choices: Sequence[ProviderChoice], compaction: CompactionConfig, c
     )
 
 
-def token_counter(client: ChatClient) -> TokenCounter:
-    """A local model counts with its own tokenizer; remote ones with the chars ÷ 4 estimate."""
-    return client if isinstance(client, TokenCounter) else DEFAULT_COUNTER
+def token_counter(choices: Sequence[ProviderChoice], client: ChatClient) -> TokenCounter:
+    """The session's counter: a local model's own tokenizer, tiktoken for OpenAI's models, else chars ÷ 4; each
+    corrected by the prompt tokens the selected provider reports (see ``model_stack``)."""
+    if isinstance(client, TokenCounter):
+        base: TokenCounter = client
+    else:
+        from ironhive.adapters.tokens.selection import counter_for
+
+        model = choices[0].model if choices else getattr(client, "model", None)
+        base = counter_for(choices[0].name if choices else None, model if isinstance(model, str) else None)
+    return CalibratedCounter(base)
 
 
 def context_manager(
@@ -135,6 +144,8 @@ def model_stack(
     """
     # Even one provider goes through the chain: it retries transient errors with backoff.
     fitter = ContextManager(compaction, window=window, counter=counter, summarizer=ModelSummarizer(clients[0]))
+    if isinstance(counter, CalibratedCounter):  # the selected provider's usage corrects its counter
+        clients = [UsageCalibratingChatClient(clients[0], counter), *clients[1:]]
 
     async def fit(messages: Sequence[ChatMessage], limit: int) -> Sequence[ChatMessage]:
         return (await fitter.with_window(limit).prepare(messages)).messages

@@ -77,7 +77,7 @@ class IronHiveSlots(containers.DeclarativeContainer):
     retry = providers.Object(RetryPolicy())
     compaction = providers.Object(CompactionConfig())
     context_window = providers.Singleton(assembly.window_of, provider_choices, compaction, primary_client)
-    token_counter = providers.Singleton(assembly.token_counter, primary_client)
+    token_counter = providers.Singleton(assembly.token_counter, provider_choices, primary_client)
     chat_client = providers.Singleton(
         assembly.model_stack,
         provider_choices,

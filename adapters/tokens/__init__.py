@@ -1,0 +1,1 @@
+"""Token counters for remote models: tiktoken encodings shipped with ironhive (no download) and their selection."""

@@ -1,0 +1,149 @@
+"""Real token counts end to end: the real ``ironhive`` compacts at the request whose tokens, not its characters ÷ 4,
+cross the trigger — counted by tiktoken for an OpenAI model, and corrected by the reported usage for a model whose
+tokenizer ironhive does not have."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ironhive.adapters.tokens.tiktoken_counter import TiktokenCounter
+from ironhive.domain.context.tokens import CALL_OVERHEAD, DEFAULT_COUNTER, LIST_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
+from tests.support.cli import run_ironhive
+from tests.support.openai_server import LoopbackOpenAIServer, ScriptedCall, TextReply, ToolCallsReply
+
+WINDOW = 4000
+TRIGGER = 3000
+"""The token trigger for a 4000-token window: compact once a request is over window − protected tail / 2."""
+FILES = 7
+CJK = "上下文窗口以令牌计算而不是字符压缩必须在正确的时刻发生否则请求会太大"
+"""CJK text: o200k_base counts it at about 0.75 tokens a character, chars ÷ 4 at 0.25."""
+
+
+def count_wire_message(message: dict[str, Any], counter: TokenCounter) -> int:
+    """The domain's count of one message (4 + texts, 10 + name + arguments per call), from its wire form."""
+    tokens = MESSAGE_OVERHEAD + counter.count(message.get("content") or "")
+    for call in message.get("tool_calls") or ():
+        tokens += CALL_OVERHEAD + counter.count(call["function"]["name"]) + counter.count(call["function"]["arguments"])
+    return tokens
+
+
+def count_wire(messages: list[dict[str, Any]], counter: TokenCounter) -> int:
+    return LIST_OVERHEAD + sum(count_wire_message(message, counter) for message in messages)
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    return str(body["messages"][-1]["content"]).startswith("Summarise in under")
+
+
+def reader(usage: Callable[[dict[str, Any]], tuple[int, int] | None]) -> Callable[[dict[str, Any]], Any]:
+    """Answers the agent with one read_file call per request (part0.txt, part1.txt, ...), then a text; summaries too."""
+    issued: list[str] = []
+
+    def reply(body: dict[str, Any]) -> TextReply | ToolCallsReply:
+        if is_summary_request(body):
+            return TextReply(text="Summary: the first parts were read.")
+        if len(issued) == FILES:
+            return TextReply(text="Read them all.", usage=usage(body))
+        issued.append(f"part{len(issued)}.txt")
+        call = ScriptedCall(call_id=f"call_{len(issued)}", name="read_file", arguments={"path": issued[-1]})
+        return ToolCallsReply(calls=[call], usage=usage(body))
+
+    return reply
+
+
+def run_reads(tmp_path: Path, server: LoopbackOpenAIServer, env: dict[str, str], *args: str) -> list[dict[str, Any]]:
+    """Run a one-shot that reads every part, return its jsonl lines (the requests stay on the server)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for index in range(FILES):
+        (work / f"part{index}.txt").write_text(f"Part {index}.\n" + CJK * 32 + "\n", encoding="utf-8")
+    config = tmp_path / ".ironhive" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text(f"compaction:\n  maxContextTokens: {WINDOW}\n  goalReminder:\n    enabled: false\n")
+    completed = run_ironhive(
+        *args, "-p", "Read part0.txt to part6.txt one by one.", "-o", "jsonl", cwd=work, home=tmp_path, env=env
+    )
+    assert completed.returncode == 0, completed.stderr
+    return [json.loads(line) for line in completed.stdout.splitlines()]
+
+
+def agent_requests(server: LoopbackOpenAIServer) -> list[list[dict[str, Any]]]:
+    return [body["messages"] for body in server.requests if not is_summary_request(body)]
+
+
+def first_compacted(requests: list[list[dict[str, Any]]]) -> int:
+    """The first request that does not carry the whole conversation (each round adds a call and its result)."""
+    for index in range(1, len(requests)):
+        if len(requests[index]) != len(requests[index - 1]) + 2:
+            return index
+    raise AssertionError("no request was compacted")
+
+
+def test_an_openai_model_is_compacted_at_the_request_its_tiktoken_count_crosses_the_trigger(tmp_path: Path) -> None:
+    tiktoken = TiktokenCounter("o200k_base")
+    with LoopbackOpenAIServer(models=("gpt-4o-mini",)) as server:
+        reply = reader(lambda body: None)  # no usage: the tokenizer alone decides
+        for _ in range(3 * FILES):  # the reads, the answer and the summaries
+            server.enqueue_function(reply)
+        env = {"OPENAI_API_KEY": "sk-loopback-test", "OPENAI_MODEL": "gpt-4o-mini", "OPENAI_ENDPOINT": server.base_url}
+        lines = run_reads(tmp_path, server, env)
+        requests = agent_requests(server)
+    assert lines[-1]["type"] == "done"
+    assert len(requests) == FILES + 1
+    assert any(line["type"] == "context_compacted" for line in lines)
+    compacted = first_compacted(requests)
+    before = count_wire(requests[compacted - 1], tiktoken)
+    uncompacted = before + sum(count_wire_message(message, tiktoken) for message in requests[compacted][-2:])
+    assert before <= TRIGGER < uncompacted  # compacted exactly when the real count crossed the trigger
+    # By characters ÷ 4 the same request is far below the trigger: the old estimate would have sent it whole.
+    estimate = count_wire(requests[compacted - 1], DEFAULT_COUNTER) + sum(
+        count_wire_message(message, DEFAULT_COUNTER) for message in requests[compacted][-2:]
+    )
+    assert estimate < TRIGGER / 2
+    assert all(count_wire(messages, tiktoken) <= WINDOW for messages in requests)
+
+
+@pytest.mark.parametrize("reported", [True, False])
+def test_reported_usage_corrects_a_model_without_a_tokenizer(tmp_path: Path, reported: bool) -> None:
+    """A model tiktoken does not know is estimated by characters ÷ 4; the prompt tokens its server reports (here: the
+    real count) correct the estimate from the next request on, so the conversation is compacted before it outgrows
+    the window. Without reports nothing corrects the estimate and nothing is compacted."""
+    real = TiktokenCounter("o200k_base")  # what this model's (loopback) server counts
+
+    def usage(body: dict[str, Any]) -> tuple[int, int] | None:
+        if not reported:
+            return None
+        tools = sum(
+            CALL_OVERHEAD
+            + real.count(tool["function"]["name"])
+            + real.count(tool["function"].get("description", ""))
+            + real.count(json.dumps(tool["function"]["parameters"], separators=(",", ":"), ensure_ascii=False))
+            for tool in body.get("tools") or ()
+        )
+        return count_wire(body["messages"], real) + tools, 5
+
+    with LoopbackOpenAIServer(models=("qwen-test",)) as server:
+        reply = reader(usage)
+        for _ in range(3 * FILES):
+            server.enqueue_function(reply)
+        env = {"LMSTUDIO_ENABLED": "true", "LMSTUDIO_ENDPOINT": server.base_url, "LMSTUDIO_MODEL": "qwen-test"}
+        lines = run_reads(tmp_path, server, env, "--provider", "lmstudio")
+        requests = agent_requests(server)
+    assert lines[-1]["type"] == "done"
+    compactions = [line for line in lines if line["type"] == "context_compacted"]
+    if not reported:
+        assert compactions == []  # chars ÷ 4 never sees the window fill
+        return
+    assert compactions
+    compacted = first_compacted(requests)
+    before = count_wire(requests[compacted - 1], real)
+    uncompacted = before + sum(count_wire_message(message, real) for message in requests[compacted][-2:])
+    # The correction learned from the previous response (2.4 here, the English system prompt diluting it) puts the
+    # request over the trigger at the same request as the real count does.
+    assert before <= TRIGGER < uncompacted
+    assert all(count_wire(messages, real) <= WINDOW for messages in requests)
