@@ -370,3 +370,28 @@ async def test_the_editors_mcp_servers_join_the_tools(work: Path) -> None:
     assert ends["m1"].status == "completed" and '"timezone": "UTC"' in ends["m1"].raw_output
     starts = {update.tool_call_id: update for update in client.of(ToolCallStart)}
     assert starts["m1"].kind == "other" and starts["m1"].title == "mcp__time__get_current_time"
+
+
+async def test_a_failed_turn_is_a_json_rpc_error_and_the_session_keeps_serving(work: Path) -> None:
+    from acp import RequestError
+
+    steps = [{"error": {"message": "the model is gone", "status": 400}}, {"text": "back again"}]
+    async with editor(work, *scripted(work, steps)) as ed:
+        session = await ed.conn.new_session(cwd=str(work), mcp_servers=[])
+        with pytest.raises(RequestError) as raised:
+            await prompt(ed, session.session_id, "first")
+        assert raised.value.code == -32603 and "the model is gone" in str(raised.value)
+        assert await prompt(ed, session.session_id, "second") == "end_turn"
+        assert ed.client.text() == "back again"
+
+
+async def test_an_unusable_configuration_fails_session_new_with_its_reason(work: Path) -> None:
+    from acp import RequestError
+
+    async with editor(work, "--provider", "no-such-provider") as ed:
+        with pytest.raises(RequestError) as raised:
+            await ed.conn.new_session(cwd=str(work), mcp_servers=[])
+        assert "no-such-provider" in str(raised.value)
+        with pytest.raises(RequestError) as relative:
+            await ed.conn.new_session(cwd="relative/folder", mcp_servers=[])
+        assert relative.value.code == -32602
