@@ -186,6 +186,13 @@ def test_only_non_interactive_commands_go_warm(args: list[str], terminal: bool, 
     assert is_warm_command(args, terminal) is warm
 
 
+def test_every_command_is_known_to_the_client_so_no_command_is_taken_for_a_prompt() -> None:
+    from ironhive.cli.app import command_names
+    from ironhive.daemon.client import DIRECT_COMMANDS, WARM_COMMANDS
+
+    assert set(command_names()) == WARM_COMMANDS | DIRECT_COMMANDS | {"run"}
+
+
 def test_the_no_daemon_flag_is_taken_out_unless_it_is_a_value() -> None:
     assert strip_no_daemon(["--no-daemon", "-p", "hi"]) == (["-p", "hi"], True)
     assert strip_no_daemon(["-p", "hi", "--no-daemon"]) == (["-p", "hi"], True)
