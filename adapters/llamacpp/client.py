@@ -9,7 +9,7 @@ import threading
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ironhive.adapters.llamacpp import early_start
 from ironhive.adapters.llamacpp.context_length import UNKNOWN_TRAINED_CONTEXT, auto_context_length, total_ram_bytes
@@ -31,7 +31,7 @@ from ironhive.adapters.llamacpp.tool_calling import (
     with_tool_instructions,
 )
 from ironhive.adapters.llamacpp.tool_output import ReplyDecoder
-from ironhive.adapters.llamacpp.worker_process import WorkerProcess
+from ironhive.adapters.llamacpp.worker_process import WorkerHandle, WorkerProcess
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import (
@@ -46,6 +46,9 @@ from ironhive.ports.chat import (
     ToolCallPart,
     Usage,
 )
+
+if TYPE_CHECKING:
+    from ironhive.adapters.llamacpp.resident import ResidentPlace
 
 PROVIDER: Final = "local"
 SMALL_MODEL_BYTES: Final = 1 << 30
@@ -166,11 +169,11 @@ class LlamaCppChatClient:
         self._worker_command = tuple(worker_command) if worker_command is not None else None
         # Guards starting, generating and closing alike: one llama.cpp context serves one call at a time.
         self._lock = threading.Lock()
-        self._worker: WorkerProcess | None = None
+        self._worker: WorkerHandle | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._active_lock = threading.Lock()
         # The running request: its worker, its id and the stop event of the call that sent it.
-        self._active: tuple[WorkerProcess, int, threading.Event] | None = None
+        self._active: tuple[WorkerHandle, int, threading.Event] | None = None
         self._load_parameters: dict[str, Any] | None = None
         self._decision: object = None  # the last worker's use_extra_bufts, as it announced before loading
         self._last_run: LocalRunStats | None = None
@@ -201,16 +204,21 @@ class LlamaCppChatClient:
         """How the last generation used its prompt (tokens evaluated, reused from memory, restored from disk)."""
         return self._last_run
 
-    def start_early(self) -> None:
+    def start_early(self, resident: ResidentPlace | None = None) -> None:
         """Start a worker and its model load now, without waiting, for the first call of a client with these settings.
 
         The worker is handed to :mod:`~ironhive.adapters.llamacpp.early_start`: the first client in this process that
         needs a worker with the same load settings (this one, or one built later with the same arguments) takes it
         over and reads its load reply, so the model loads while the caller goes on with its own start-up. A worker
         nobody takes is ended when the process exits. Does nothing for a client with a custom ``worker_command``.
+
+        Args:
+            resident: Where this user's resident workers live (:mod:`~ironhive.adapters.llamacpp.resident`): the
+                worker is then the resident for these settings, which keeps the model and the evaluated prompt
+                between runs; ``None`` starts a child worker.
         """
         if self._worker_command is None:
-            early_start.start(self._load_settings())
+            early_start.start(self._load_settings(), resident)
 
     async def warm_up(self) -> None:
         """Start the worker and load the model now, off the event loop (the ``Preloadable`` port)."""
@@ -415,7 +423,7 @@ class LlamaCppChatClient:
 
     # --- the worker ----------------------------------------------------------------------------------------------
 
-    def _ready(self) -> WorkerProcess:
+    def _ready(self) -> WorkerHandle:
         """The running worker with the model loaded, starting one first if needed; the caller holds ``self._lock``."""
         worker = self._worker
         if worker is not None and worker.alive:
@@ -454,7 +462,7 @@ class LlamaCppChatClient:
             "prefix_cache_max_bytes": self._prefix_cache_max_bytes,
         }
 
-    def _discard(self, worker: WorkerProcess) -> None:
+    def _discard(self, worker: WorkerHandle) -> None:
         if self._worker is worker:
             self._worker = None
             if self._finalizer is not None:
@@ -464,7 +472,7 @@ class LlamaCppChatClient:
 
     def _request(
         self,
-        worker: WorkerProcess,
+        worker: WorkerHandle,
         request: _Frame,
         *,
         stage: str,
@@ -529,7 +537,7 @@ class LlamaCppChatClient:
                     return ProviderError(message, provider=PROVIDER)
                 return ProviderError(f"Local inference failed: {message}", provider=PROVIDER)
 
-    def _crashed(self, worker: WorkerProcess, stage: str) -> Exception:
+    def _crashed(self, worker: WorkerHandle, stage: str) -> Exception:
         """The error for a worker that stopped answering: it died (by a signal, usually) or hung up."""
         status = worker.exit_status()
         tail = worker.stderr_tail

@@ -14,9 +14,12 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ironhive.adapters.llamacpp.worker_process import WorkerProcess
+from ironhive.adapters.llamacpp.worker_process import WorkerHandle, WorkerProcess
+
+if TYPE_CHECKING:
+    from ironhive.adapters.llamacpp.resident import ResidentPlace
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,7 +33,7 @@ class EarlyWorker:
     """
 
     settings: Mapping[str, Any]
-    worker: WorkerProcess
+    worker: WorkerHandle
     request_id: int
 
 
@@ -40,22 +43,32 @@ _waiting: list[EarlyWorker] = []
 _exit_hook_installed = False
 
 
-def start(settings: Mapping[str, Any]) -> EarlyWorker:
+def start(settings: Mapping[str, Any], resident: ResidentPlace | None = None) -> EarlyWorker:
     """Start a worker and send it ``{"op": "load", "settings": settings, "prefetch": true}`` without waiting.
 
     Args:
         settings: The load settings, as the client sends them.
+        resident: Where this user's resident workers live: the run then uses (or starts) the resident fitting
+            ``settings`` (:mod:`ironhive.adapters.llamacpp.resident`), which has the model loaded and the last prompt
+            evaluated; a child worker when that cannot be had (another run is using it). ``None``: a child worker.
 
     Returns:
         The early worker, waiting to be taken by :func:`claim`.
     """
     global _exit_hook_installed
-    worker = WorkerProcess()
+    worker: WorkerHandle | None = None
+    if resident is not None:
+        from ironhive.adapters.llamacpp.resident import acquire
+
+        worker = acquire(settings, resident)
+    kind = "resident worker" if worker is not None else "worker"
+    if worker is None:
+        worker = WorkerProcess()
     request_id = worker.next_id()
     # prefetch: once loaded, the worker restores the prefix state used last (the run's prompt most likely starts so).
     worker.send({"op": "load", "id": request_id, "settings": dict(settings), "prefetch": True})
     early = EarlyWorker(settings=dict(settings), worker=worker, request_id=request_id)
-    _log.info("local model: worker %d started early", worker.pid)
+    _log.info("local model: %s %d started early", kind, worker.pid)
     with _lock:
         _waiting.append(early)
         if not _exit_hook_installed:

@@ -171,9 +171,21 @@ class Worker:
         self._llama: Any = None
         self._settings: Frame | None = None
         self._loaded_frame: Frame = {}
+        self._decision_frame: Frame = {}
         self._cache: PrefixStateCache | None = None
         self._prefetched = 0  # tokens of the context restored from disk by a prefetch, not yet used
         self._run = _Run()
+
+    def attach(self, out: IO[bytes]) -> None:
+        """Serve a new client on ``out`` (a resident worker's next run), keeping the loaded model and its context."""
+        with self._out_lock:
+            self._out = out
+        self._requests = queue.Queue()
+        self._stop.clear()
+
+    def enqueue(self, request: Frame) -> None:
+        """Queue a request read by someone else (a resident worker reads each run's first frame itself)."""
+        self._requests.put(request)
 
     def send(self, payload: Frame) -> None:
         """Write one frame; a parent that has gone away is ignored (the end of stdin follows)."""
@@ -185,7 +197,7 @@ class Worker:
         while True:
             try:
                 frame = read_frame(stream)
-            except FrameError:
+            except (FrameError, OSError, ValueError):  # garbled, or a resident's connection reset
                 frame = None
             if frame is None:
                 self._stop.set()
@@ -235,6 +247,7 @@ class Worker:
 
     def _load(self, settings: Frame) -> Frame:
         if self._llama is not None and settings == self._settings:
+            self.send(self._decision_frame)  # a new client of a resident worker learns the decision too
             return self._loaded_frame
         try:
             module = self._import_llama()
@@ -242,7 +255,8 @@ class Worker:
             raise Failure("missing", f"{type(exc).__name__}: {exc}") from exc
         decision = self._probe(settings.get("extra_buffer_types"))
         # Announced before loading, so a crash while loading can still be reported with the setting that was used.
-        self.send({"type": "decision", "use_extra_bufts": decision.enabled, "reason": decision.reason})
+        self._decision_frame = {"type": "decision", "use_extra_bufts": decision.enabled, "reason": decision.reason}
+        self.send(self._decision_frame)
         kwargs: dict[str, Any] = {
             "model_path": settings["model_path"],
             "n_ctx": settings["n_ctx"],

@@ -10,7 +10,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ironhive.adapters.llamacpp.frames import FrameError, read_frame, write_frame
 
@@ -20,6 +20,45 @@ DEFAULT_COMMAND: Final = (sys.executable, "-P", "-m", WORKER_MODULE)
 STDERR_TAIL_LINES: Final = 40
 CLOSE_SECONDS: Final = 15.0
 """How long closing waits for the worker to finish (it may be writing the prefix cache) before killing it."""
+
+
+class WorkerHandle(Protocol):
+    """What a client needs of a worker: a child :class:`WorkerProcess` or a resident worker's connection."""
+
+    @property
+    def pid(self) -> int:
+        """The worker's process id."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """Whether it still serves."""
+        ...
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last lines it wrote to stderr."""
+        ...
+
+    def next_id(self) -> int:
+        """A fresh request id."""
+        ...
+
+    def send(self, payload: Mapping[str, object]) -> bool:
+        """Send one frame; ``False`` when it no longer reads."""
+        ...
+
+    def receive(self) -> dict[str, Any] | None:
+        """The next frame; ``None`` once it has ended."""
+        ...
+
+    def exit_status(self, timeout: float = 5.0) -> int | None:
+        """Its exit status once its output ended (negative: the signal that killed it)."""
+        ...
+
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """End this client's use of it."""
+        ...
 
 
 class WorkerProcess:

@@ -34,6 +34,10 @@ def daemon(
     home = str(Path.home())
     directory = runtime_directory(os.environ, home, os.getuid())
     if action == "stop":
+        from ironhive.adapters.llamacpp.resident import stop_all
+
+        if residents := stop_all(Path(directory)):  # the local model's resident workers live in the same folder
+            sys.stdout.write(f"Asked {residents} resident local model worker(s) to exit.\n")
         if not stop_server(directory):
             sys.stdout.write("The ironhive daemon is not running.\n")
             return 0

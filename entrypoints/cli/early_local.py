@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ironhive.domain.errors import IronHiveError
 
 if TYPE_CHECKING:
     from ironhive.adapters.config.schema import IronHiveConfig
+    from ironhive.adapters.llamacpp.resident import ResidentPlace
 
 LOCAL_PROVIDER = "lmsupply"
 """The local provider's name in the registry (``ironhive.adapters.llamacpp.spec``)."""
@@ -52,5 +55,28 @@ def start_local_model_early(
     except (IronHiveError, OSError, ValueError):
         _log.debug("the local model is not started early", exc_info=True)
         return False
-    client.start_early()
+    client.start_early(resident_place(environ))
     return True
+
+
+def resident_place(environ: Mapping[str, str]) -> ResidentPlace | None:
+    """Where this user's resident local-model workers live, when runs may use resident processes at all.
+
+    They follow the warm process's rule (``IRONHIVE_DAEMON``, ``daemon.enabled``; off where ``CI`` is set unless
+    configured), share its private runtime folder and idle timeout, and end with ``ironhive daemon stop``.
+    """
+    from ironhive.adapters.llamacpp.resident import ResidentPlace
+    from ironhive.daemon.paths import ensure_private_directory, runtime_directory
+    from ironhive.daemon.settings import decide
+
+    home = environ.get("HOME") or str(Path.home())
+    decision = decide(environ, home)
+    if not decision.enabled:
+        return None
+    directory = runtime_directory(environ, home, os.getuid())
+    try:
+        ensure_private_directory(directory, os.getuid())
+    except OSError:
+        _log.debug("no resident local model: the runtime folder is not usable", exc_info=True)
+        return None
+    return ResidentPlace(directory=Path(directory), idle_seconds=decision.idle_seconds)
