@@ -7,7 +7,8 @@ Decisions (inventory §C.1, with the original's later fixes):
   so a later layer replaces it as a whole. Lists are replaced, never concatenated.
 - A ``null`` value means "not set here" and never overrides an earlier layer.
 - ``.env`` is the last, highest layer (as the readme lists it): its values beat real environment variables. It is
-  parsed, never loaded into the process environment, and only the variables the environment layer reads count.
+  parsed (python-dotenv's grammar, ``${VAR}`` expanded; see :mod:`ironhive.adapters.config.layers`), never loaded
+  into the process environment, and only the variables the environment layer reads count.
 - An unknown key (any depth, reported as a dotted path) or a value of the wrong type or range is a warning naming the
   file and line, and is ignored; the other keys and layers still load.
 - A config file that cannot be used as a whole (malformed YAML, not a mapping, unreadable, or refused as hostile: a
