@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
 import openai
+import pydantic
 
 from ironhive.adapters.closing import AsyncClosing
 from ironhive.adapters.openai.errors import translate_error
-from ironhive.adapters.openai.mapping import StreamAccumulator, build_request, to_chat_response
+from ironhive.adapters.openai.mapping import CompletionRequest, StreamAccumulator, build_request, to_chat_response
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.tool_calls import new_call_id
-from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
+from ironhive.ports.chat import (
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatUpdate,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+)
 
 # The SDK refuses to start without a key, but local OpenAI-compatible servers (Ollama, llama.cpp) need none.
 _NO_KEY = "no-key"
@@ -141,4 +153,60 @@ class OpenAIChatClient(AsyncClosing):
         return self._sdk
 
 
-__all__ = ["OpenAIChatClient"]
+def prepare_sdk() -> None:
+    """Build, once in this process, what the SDK otherwise builds on every new process's first request.
+
+    The SDK's pydantic models are completed lazily (``defer_build``): the first chunk parsed builds the schemas of
+    every model it reaches, and the first request resolves the type hints of every ``TypedDict`` it is sent as, about
+    20 ms of CPU. The warm process calls this before it forks, so each run forked from it starts with them built. No
+    client is made and nothing is sent: only classes of the SDK change, identically for every configuration. A
+    different SDK that lacks the internals used here only loses the head start.
+    """
+    from openai.types import Model
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    reachable_models((ChatCompletion, ChatCompletionChunk, Model))
+    try:
+        from openai._utils._transform import transform
+        from openai.types.chat.completion_create_params import (
+            CompletionCreateParamsNonStreaming,
+            CompletionCreateParamsStreaming,
+        )
+    except ImportError:
+        return
+    request = _sample_request()
+    transform({**request, "stream": True, "stream_options": {"include_usage": True}}, CompletionCreateParamsStreaming)
+    transform(request, CompletionCreateParamsNonStreaming)
+
+
+def reachable_models(roots: Sequence[type[pydantic.BaseModel]]) -> list[type[pydantic.BaseModel]]:
+    """``roots`` and every pydantic model their fields can hold (through unions, lists and ``Optional``), each
+    completed: its deferred schema, validator and serializer built."""
+    found: list[type[pydantic.BaseModel]] = []
+    pending: list[object] = list(roots)
+    while pending:
+        item = pending.pop()
+        if isinstance(item, type) and issubclass(item, pydantic.BaseModel):
+            if item not in found:
+                found.append(item)
+                item.model_rebuild()  # nothing when already complete; also resolves the fields' forward references
+                pending.extend(field.annotation for field in item.model_fields.values())
+        else:
+            pending.extend(typing.get_args(item))
+    return found
+
+
+def _sample_request() -> CompletionRequest:
+    """A request with every kind of message and a tool, as :func:`build_request` makes it."""
+    call = ToolCallPart(call_id="call_1", name="tool", arguments={"a": 1})
+    messages = [
+        ChatMessage.of_text(Role.SYSTEM, "s"),
+        ChatMessage.of_text(Role.USER, "u"),
+        ChatMessage(role=Role.ASSISTANT, parts=(TextPart(text="a"), call)),
+        ChatMessage(role=Role.TOOL, parts=(ToolResultPart(call_id="call_1", name="tool", result="r", success=True),)),
+    ]
+    tool = ToolSpec(name="tool", description="d", parameters={"type": "object", "properties": {}})
+    return build_request(messages, ChatOptions(tools=(tool,), max_output_tokens=1), default_model="m")
+
+
+__all__ = ["OpenAIChatClient", "prepare_sdk", "reachable_models"]

@@ -14,6 +14,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -312,3 +313,68 @@ def test_daemon_enabled_false_in_the_user_config_stops_and_never_starts_it(warm:
     assert json.loads(completed.stdout)["content"] == "Direct."
     assert not _alive(first["pid"])
     assert status.returncode == 1 and "not used (daemon.enabled: false)" in status.stdout
+
+
+PRELOAD_PROBE = r"""
+import json, os, sys
+
+opened = []
+
+
+def audit(event, args):
+    if event == "open" and args and isinstance(args[0], str):
+        opened.append(os.path.abspath(args[0]))
+
+
+sys.addaudithook(audit)
+from ironhive.daemon.server import Server, preload, thread_count
+
+preload()
+server = Server(sys.argv[1], 60.0)
+server.listen(os.open(os.path.join(sys.argv[1], "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+descriptors = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        descriptors.append(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        pass  # the listing's own descriptor, closed by now
+from openai.types import CompletionUsage, Model
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessage
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+
+parsed = (ChatCompletion, ChatCompletionChunk, ChatCompletionMessage, ChoiceDelta, ChoiceDeltaToolCall)
+parsed += (CompletionUsage, Model)
+print(json.dumps({
+    "threads": thread_count(),
+    "descriptors": descriptors,
+    "listener": f"socket:[{os.fstat(server.listener.fileno()).st_ino}]",
+    "opened": opened,
+    "incomplete": [model.__name__ for model in parsed if not model.__pydantic_complete__],
+}))
+"""
+
+
+def test_the_preloaded_process_holds_no_thread_no_socket_but_its_listener_and_read_no_config(tmp_path: Path) -> None:
+    home, work, directory = tmp_path / "home", tmp_path / "work", tmp_path / "run"
+    for folder in (home / ".ironhive", work / ".ironhive"):
+        folder.mkdir(parents=True)
+        (folder / "config.yaml").write_text("openai:\n  model: gpt-test\n")
+    (work / ".env").write_text("OPENAI_API_KEY=sk-never-read\n")
+    directory.mkdir(mode=0o700)
+    completed = subprocess.run(
+        [sys.executable, "-c", PRELOAD_PROBE, str(directory)],
+        cwd=work,
+        env=clean_environment(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    state = json.loads(completed.stdout)
+    assert state["threads"] == 1
+    sockets = [target for target in state["descriptors"] if target.startswith("socket:")]
+    assert sockets == [state["listener"]]
+    assert [target for target in state["descriptors"] if "eventpoll" in target] == ["anon_inode:[eventpoll]"]  # ours
+    assert not [path for path in state["opened"] if path.startswith((str(home), str(work)))]
+    assert state["incomplete"] == []  # the SDK's response models are built before any fork
