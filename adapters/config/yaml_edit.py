@@ -46,6 +46,7 @@ class YamlDocument:
         """Comments after the last item while the file has no item: they go after the next item set."""
         loaded: Any = None
         if text.strip():
+            self._yaml.explicit_start = text.startswith("---")  # a `---` first line stays
             loaded, sequence_indent, dash_offset = load_yaml_guess_indent(text, yaml=self._yaml)
             mapping_indent = _mapping_indent(text)
             if dash_offset is None:  # no block sequence to learn from: ruamel's style with the file's indent

@@ -269,3 +269,22 @@ def test_an_empty_file_gets_the_key() -> None:
     assert document.text() == "a: 1\n"
     assert document.delete_key(["a"])
     assert document.text() == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\nopenai:\n  model: x\n",
+        "base: &b\n  model: x\nopenai:\n  <<: *b\n  apiKey: k\n",
+        "openai: {model: x}\n",
+        "a:\n- 1\n- 2\nb: 1\n",
+    ],
+)
+def test_document_markers_anchors_flow_mappings_and_unindented_lists_stay(text: str) -> None:
+    document = YamlDocument(text)
+    document.set_key(["openai", "endpoint"], "http://e")
+    changes = opcodes(text, document.text())
+    assert all(kind == "insert" for kind, _, _ in changes) or changes[0][1] == ["openai: {model: x}"]
+    expected = yaml.safe_load(text)
+    expected.setdefault("openai", {})["endpoint"] = "http://e"
+    assert yaml.safe_load(document.text()) == expected
