@@ -224,6 +224,18 @@ def _input_error(error: Exception) -> int:
     return getattr(error, "code", 1)
 
 
+def _usage_error(error: Exception) -> str:
+    """A usage error's text; words a command does not take say what to type instead (not "Unused Tokens")."""
+    from cyclopts.exceptions import UnusedCliTokensError
+
+    if isinstance(error, UnusedCliTokensError) and error.app is not None and error.unused_tokens:
+        from ironhive.cli.unexpected_arguments import unexpected_arguments
+
+        options = [name for argument in error.app.assemble_argument_collection() for name in argument.names]
+        return unexpected_arguments(error.command_chain or (), error.unused_tokens, options)
+    return str(error)
+
+
 def run_app(args: list[str]) -> int:
     """Parse ``args`` and run the matching command; returns the exit code."""
     from ironhive.cli.render import color_enabled
@@ -243,7 +255,7 @@ def run_app(args: list[str]) -> int:
         from cyclopts import CycloptsError
 
         if isinstance(error, CycloptsError):
-            sys.stderr.write(f"Error: {error}\n")  # one plain line, as every other error (no box, no colour)
+            sys.stderr.write(f"Error: {_usage_error(error)}\n")  # one plain line, as every other error (no colour)
             return 2
         raise
     return result if isinstance(result, int) else 0

@@ -40,7 +40,7 @@ def register(app: App) -> None:
 
 
 def models(
-    *,
+    *words: Annotated[str, Parameter(show=False, allow_leading_hyphen=False)],
     provider: Annotated[
         str | None, Parameter(name=["-p", "--provider"], help="List only this provider (aliases: claude, gemini, …).")
     ] = None,
@@ -53,6 +53,8 @@ def models(
     from ironhive.domain.errors import ConfigurationError
     from ironhive.domain.model_listing import list_models
 
+    if words:
+        return _unexpected(words)
     try:
         loaded = load_config(home=Path.home(), project=Path.cwd(), environ=os.environ)
         for line in (*loaded.notices, *loaded.warnings):
@@ -78,6 +80,19 @@ def models(
     if not names:
         sys.stderr.write(_NOTHING_CONFIGURED + "\n")
     return 0
+
+
+def _unexpected(words: Sequence[str]) -> int:
+    """``ironhive models WORD``: an error naming ``-p WORD`` when the word is a provider (exit 2)."""
+    import shlex
+
+    from ironhive.adapters.provider_registry import find
+    from ironhive.cli.unexpected_arguments import EXIT_USAGE, unexpected_arguments
+
+    name = shlex.quote(words[0]) if find(words[0]) is not None else "PROVIDER"
+    hint = f'To list one provider\'s models: "ironhive models -p {name}".'
+    sys.stderr.write(f"Error: {unexpected_arguments(['models'], words, ['--provider', '--json'], hint)}\n")
+    return EXIT_USAGE
 
 
 def providers_to_list(provider: str | None, config: IronHiveConfig) -> list[str]:

@@ -142,6 +142,27 @@ def test_help_on_a_terminal_keeps_its_colour_without_no_color(tmp_path: Path, wo
         (("daemon", "stp"), 'Error: Invalid value "stp" for ACTION. Choose from: "status", "stop". Did you mean'),
         (("protocol", "shema"), 'Error: Unknown command "shema". Did you mean "schema"?'),
         (("explain", "this", "repo"), 'Error: Unknown command "explain". A prompt is one argument; quote it: ironhive'),
+        (
+            ("trust", "list"),
+            'Error: Unexpected argument "list": "ironhive trust" takes options only. Did you mean "--list"?',
+        ),
+        (
+            ("trust", "foo"),
+            'Error: Unexpected argument "foo": "ironhive trust" takes options only. See: ironhive trust',
+        ),
+        (("models", "foo"), 'Error: Unexpected argument "foo": "ironhive models" takes options only. To list one'),
+        (
+            ("models", "claude"),
+            'Error: Unexpected argument "claude": "ironhive models" takes options only. To list one',
+        ),
+        (
+            ("models", "jsn"),
+            'Error: Unexpected argument "jsn": "ironhive models" takes options only. Did you mean "--json"?',
+        ),
+        (
+            ("doctor", "x", "y"),
+            'Error: Unexpected arguments "x", "y": "ironhive doctor" takes options only. See: ironhive',
+        ),
     ],
 )
 def test_unknown_commands_exit_2_with_a_suggestion(
@@ -151,6 +172,13 @@ def test_unknown_commands_exit_2_with_a_suggestion(
     assert (completed.returncode, completed.stdout) == (2, "")
     assert completed.stderr.startswith(suggestion), completed.stderr
     assert completed.stderr.count("Error:") == 1 and len(completed.stderr.splitlines()) == 1
+
+
+def test_a_provider_given_to_models_as_a_word_is_named_with_its_option(tmp_path: Path, work: Path) -> None:
+    completed = run_ironhive("models", "claude", cwd=work, home=tmp_path)
+    assert "ironhive models -p claude" in completed.stderr and "Unused Tokens" not in completed.stderr
+    unknown = run_ironhive("models", "foo", cwd=work, home=tmp_path)
+    assert "ironhive models -p PROVIDER" in unknown.stderr and "-p foo" not in unknown.stderr
 
 
 def test_every_error_has_one_prefix(tmp_path: Path, work: Path) -> None:
