@@ -1,11 +1,14 @@
-"""One wording for pydantic validation errors in files the user writes (plugin files, permission files)."""
+"""One reading of the files the user writes (plugin files, permission files): case-insensitive keys, and one wording for
+pydantic validation errors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
+
+from ironhive.domain.errors import ConfigurationError
 
 MAX_REPORTED = 5
 """The most problems one message lists; the rest are counted (``and 3 more``)."""
@@ -77,3 +80,20 @@ def _common(detail: ErrorDetails, here: str, where: str) -> str:
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return f"{here} must be a mapping, not {kind_of(detail.get('input'))}"
     return f"{here}: {detail['msg']}"
+
+
+def case_insensitive_keys(
+    pairs: Iterable[tuple[object, object]], names: Mapping[str, str], source: str, where: str
+) -> dict[str, object]:
+    """The pairs keyed by their canonical names (``names`` maps a lower-case spelling to it; others stay as written).
+
+    Raises:
+        ConfigurationError: Two keys of ``where`` are one name in different case.
+    """
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        name = names.get(str(key).lower(), str(key))
+        if name in result:
+            raise ConfigurationError(f"Invalid {source}: duplicate key '{key}' in {where} (keys are case-insensitive)")
+        result[name] = value
+    return result

@@ -49,7 +49,7 @@ from pydantic.alias_generators import to_camel
 from ironhive.adapters.config.safe_files import JsonNestingError, decode_text, load_yaml, read_limited_bytes
 from ironhive.adapters.mcp.plugin_files import find_project_plugin_file, global_plugin_file
 from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, load_jsonc
-from ironhive.adapters.validation_errors import describe_validation_error, kind_of
+from ironhive.adapters.validation_errors import case_insensitive_keys, describe_validation_error, kind_of
 from ironhive.domain.errors import ConfigurationError
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -265,11 +265,15 @@ def parse_plugin_document(document: object, source: str) -> PluginFileConfig:
         return PluginFileConfig()
     if not isinstance(document, Mapping):
         raise ConfigurationError(f"Invalid {source}: the top level must be a mapping, not {kind_of(document)}")
-    top = _rekey(document, _TOP_KEYS, source, "the top level")
+    top = case_insensitive_keys(document.items(), _TOP_KEYS, source, "the top level")
     plugins = top.get("plugins")
     if isinstance(plugins, Mapping):
         entries: dict[str, object] = {
-            str(name): _rekey(entry, _PLUGIN_KEYS, source, f"plugins.{name}") if isinstance(entry, Mapping) else entry
+            str(name): (
+                case_insensitive_keys(entry.items(), _PLUGIN_KEYS, source, f"plugins.{name}")
+                if isinstance(entry, Mapping)
+                else entry
+            )
             for name, entry in plugins.items()
         }
         if any(not name.strip() for name in entries):
@@ -362,16 +366,6 @@ def _parse_json(text: str, source: str) -> object:
         raise ConfigurationError(
             f"Invalid {source}: JSON syntax error at line {error.line}, column {error.column}: {error}"
         ) from error
-
-
-def _rekey(entries: Mapping[object, object], known: Mapping[str, str], source: str, where: str) -> dict[str, object]:
-    result: dict[str, object] = {}
-    for key, value in entries.items():
-        name = known.get(str(key).lower(), str(key))
-        if name in result:
-            raise ConfigurationError(f"Invalid {source}: duplicate key '{key}' in {where} (keys are case-insensitive)")
-        result[name] = value
-    return result
 
 
 def _same_file(first: Path, second: Path) -> bool:

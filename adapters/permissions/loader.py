@@ -43,7 +43,7 @@ from ironhive.adapters.config.trust import ProjectTrust, sha256_of
 from ironhive.adapters.permissions.gitignore_matcher import GitIgnorePathMatcher
 from ironhive.adapters.permissions.jsonc import JsoncSyntaxError, load_jsonc
 from ironhive.adapters.permissions.narrowing import narrow
-from ironhive.adapters.validation_errors import describe_validation_error, kind_of
+from ironhive.adapters.validation_errors import case_insensitive_keys, describe_validation_error, kind_of
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.permissions.rules import DEFAULT_POLICY, PermissionAction, PermissionPolicy, PermissionRule
 
@@ -271,15 +271,15 @@ def _normalize_json_keys(document: object, source: str) -> object:
     """Rename JSON keys to the snake_case names (case-insensitive; camelCase accepted); unknown keys stay as written."""
     if not isinstance(document, _KeyValuePairs):
         return _plain(document)
-    top = _rekey(document, {"permissions": "permissions"}, source, "the top level")
+    top = case_insensitive_keys(document, {"permissions": "permissions"}, source, "the top level")
     section = top.get("permissions")
     if isinstance(section, _KeyValuePairs):
         aliases = {key: key for key in _SECTION_KEYS} | {key.replace("_", ""): key for key in _SECTION_KEYS}
-        renamed = _rekey(section, aliases, source, "permissions")
+        renamed = case_insensitive_keys(section, aliases, source, "permissions")
         for key, value in renamed.items():
             if isinstance(value, list) and not isinstance(value, _KeyValuePairs) and key != "read_only_tools":
                 renamed[key] = [
-                    _rekey(rule, {k: k for k in _RULE_KEYS}, source, f"permissions.{key}[{index}]")
+                    case_insensitive_keys(rule, {k: k for k in _RULE_KEYS}, source, f"permissions.{key}[{index}]")
                     if isinstance(rule, _KeyValuePairs)
                     else _plain(rule)
                     for index, rule in enumerate(value)
@@ -288,16 +288,6 @@ def _normalize_json_keys(document: object, source: str) -> object:
                 renamed[key] = _plain(value)
         top["permissions"] = renamed
     return top
-
-
-def _rekey(pairs: _KeyValuePairs, aliases: Mapping[str, str], source: str, where: str) -> dict[str, object]:
-    result: dict[str, object] = {}
-    for key, value in pairs:
-        name = aliases.get(key.lower(), key)
-        if name in result:
-            raise ConfigurationError(f"Invalid {source}: duplicate key '{key}' in {where} (keys are case-insensitive)")
-        result[name] = value
-    return result
 
 
 def _plain(value: object) -> object:
