@@ -14,7 +14,7 @@ from ironhive.domain.context.catalog import context_window
 from ironhive.domain.context.config import CompactionConfig
 from ironhive.domain.context.manager import ContextManager
 from ironhive.domain.context.summarizer import ModelSummarizer
-from ironhive.domain.context.tokens import CalibratedCounter, TokenCounter, count_messages
+from ironhive.domain.context.tokens import CalibratedCounter, ProviderTokenCounter, TokenCounter, count_messages
 from ironhive.domain.failover import ChainedProvider, FailoverChatClient, RetryPolicy
 from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
@@ -124,7 +124,13 @@ def context_manager(
     """The context manager of one loop (it caches per conversation), or ``None`` with compaction off."""
     if not safeguards.compaction:
         return None
-    return ContextManager(compaction, window=window, counter=counter, summarizer=ModelSummarizer(client))
+    return ContextManager(
+        compaction,
+        window=window,
+        counter=counter,
+        summarizer=ModelSummarizer(client),
+        provider_counter=client if isinstance(client, ProviderTokenCounter) else None,
+    )
 
 
 def model_stack(

@@ -8,7 +8,7 @@ from functools import partial
 import anthropic
 
 from ironhive.adapters.anthropic.errors import translate_error
-from ironhive.adapters.anthropic.mapping import MessagesRequest, ThinkingMemory, build_request
+from ironhive.adapters.anthropic.mapping import MessagesRequest, ThinkingMemory, build_request, to_anthropic_messages
 from ironhive.adapters.anthropic.responses import StreamAccumulator, signed_thinking_of, to_chat_response
 from ironhive.adapters.closing import AsyncClosing
 from ironhive.domain.errors import ConfigurationError
@@ -131,6 +131,23 @@ class AnthropicChatClient(AsyncClosing):
             raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
         for update in accumulator.finish():
             yield update
+
+    async def count_input_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """Count ``messages`` with the API's free count endpoint (``messages.count_tokens``; no tool definitions).
+
+        Raises:
+            ProviderError: The request failed.
+        """
+        system, turns = to_anthropic_messages(messages)
+        try:
+            sdk = self._client()
+            if system:
+                counted = await sdk.messages.count_tokens(model=self._model, system=system, messages=turns)
+            else:
+                counted = await sdk.messages.count_tokens(model=self._model, messages=turns)
+        except anthropic.AnthropicError as exc:
+            raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
+        return counted.input_tokens
 
     async def aclose(self) -> None:
         """Close the SDK client (and its connection pool) if it was built."""

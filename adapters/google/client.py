@@ -13,7 +13,13 @@ from google.genai import types
 
 from ironhive.adapters.closing import AsyncClosing
 from ironhive.adapters.google.errors import SDK_ERRORS, translate_error
-from ironhive.adapters.google.mapping import CallMemory, StreamAccumulator, build_request, to_chat_response
+from ironhive.adapters.google.mapping import (
+    CallMemory,
+    StreamAccumulator,
+    build_request,
+    to_chat_response,
+    to_gemini_contents,
+)
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
@@ -149,6 +155,23 @@ class GoogleGenAIChatClient(AsyncClosing):
                 await stream.aclose()
         for update in accumulator.finish():
             yield update
+
+    async def count_input_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """Count ``messages`` with the API's free ``countTokens`` (no tool definitions).
+
+        The Gemini API's count takes no system instruction, so it is counted as the first user content.
+
+        Raises:
+            ProviderError: The request failed.
+        """
+        system, contents = to_gemini_contents(messages, self._memory)
+        if system:
+            contents = [types.Content(role="user", parts=[types.Part(text=system)]), *contents]
+        try:
+            counted = await self._client().aio.models.count_tokens(model=self._model, contents=contents)
+        except SDK_ERRORS as exc:
+            raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
+        return counted.total_tokens or 0
 
     async def aclose(self) -> None:
         """Close the SDK client (and its connection pools) if it was built."""

@@ -11,7 +11,14 @@ from ironhive.domain.context.config import CompactionConfig
 from ironhive.domain.context.fit import fit_to_limit
 from ironhive.domain.context.goal import drop_injected, reminder_message, should_remind, user_requests
 from ironhive.domain.context.masking import calls_by_id, mask_message, masking_scope
-from ironhive.domain.context.tokens import DEFAULT_COUNTER, MessageTokenCache, TokenCounter
+from ironhive.domain.context.provider_counts import ProviderCountCheck
+from ironhive.domain.context.tokens import (
+    DEFAULT_COUNTER,
+    CalibratedCounter,
+    MessageTokenCache,
+    ProviderTokenCounter,
+    TokenCounter,
+)
 from ironhive.domain.context.tool_results import cut_message_results
 from ironhive.domain.context.triggers import TokenTrigger, trigger_for
 from ironhive.domain.errors import ContextOverflowError
@@ -82,6 +89,7 @@ class ContextManager:
         counter: TokenCounter = DEFAULT_COUNTER,
         summarizer: Summarizer | None = None,
         cache_entries: int = 65536,
+        provider_counter: ProviderTokenCounter | None = None,
     ) -> None:
         """Create a manager.
 
@@ -92,12 +100,19 @@ class ContextManager:
             counter: The token estimate.
             summarizer: Writes summaries of pruned history; ``None`` drops it with a marker.
             cache_entries: Messages whose counts and cut/masked versions are remembered.
+            provider_counter: The model's count endpoint, asked near the trigger when ``counter`` is corrected by
+                reported usage (see ``ProviderCountCheck``).
         """
         self._config = config or CompactionConfig()
         self._window = _check_window(window if window is not None else self._config.max_context_tokens)
         self._learned: int | None = None
         self._summarizer = summarizer
         self._tokens = MessageTokenCache(counter, max_entries=cache_entries)
+        self._check = (
+            ProviderCountCheck(provider_counter, self._tokens, counter.calibration)
+            if provider_counter is not None and isinstance(counter, CalibratedCounter)
+            else None
+        )
         self._compactor = HistoryCompactor(self._config, tokens=self._tokens, summarizer=summarizer)
         self._cache_entries = cache_entries
         self._transformed: dict[int, tuple[ChatMessage, bool, ChatMessage]] = {}
@@ -114,9 +129,16 @@ class ContextManager:
 
     @window.setter
     def window(self, value: int | None) -> None:
-        # A new window means a new model (provider failover): what was learned about the old one no longer holds.
+        # A new window means a new model (provider failover): what was learned about the old one no longer holds,
+        # and the selected model's count endpoint no longer counts for it.
         self._window = _check_window(value)
         self._learned = None
+        self._check = None
+
+    @property
+    def provider_counts(self) -> int:
+        """How many requests the provider's count endpoint was asked to count."""
+        return self._check.requests_counted if self._check is not None else 0
 
     @property
     def learned_window(self) -> int | None:
@@ -200,15 +222,18 @@ class ContextManager:
     async def _compact(
         self, messages: list[ChatMessage], window: int, reserve: int, *, force: bool
     ) -> tuple[list[ChatMessage], CompactionReport | None]:
-        current = self._tokens.count_all(messages)
+        trigger = trigger_for(self._config, window)
+
+        def fires(tokens: int) -> bool:
+            # A request over the window is compacted whatever the trigger says (a legacy threshold of 1.0 never fires).
+            return tokens > window or trigger.should_compact(tokens, window)
+
+        if self._check is not None:
+            current = await self._check.current(messages, reserve, fires)
+        else:
+            current = self._tokens.count_all(messages)
         target = max(1, math.floor(window * self._config.target_ratio) - reserve)
-        # A request over the window is compacted whatever the trigger says (a legacy threshold of 1.0 never fires).
-        fires = (
-            force
-            or current + reserve > window
-            or trigger_for(self._config, window).should_compact(current + reserve, window)
-        )
-        if not fires:
+        if not (force or fires(current + reserve)):
             return messages, None
         # The legacy trigger only changes when compaction starts; what it keeps is sized alike (clamped for the window).
         protect = TokenTrigger.for_window(self._config, window).protect_recent_tokens

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from ironhive.ports.chat import ChatMessage, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, ToolSpec
@@ -23,6 +23,19 @@ class TokenCounter(Protocol):
 
     def count(self, text: str) -> int:
         """Return the token estimate of ``text``."""
+        ...
+
+
+@runtime_checkable
+class ProviderTokenCounter(Protocol):
+    """A provider's own count of a request (Anthropic's and Gemini's count endpoints): exact, but a network call."""
+
+    async def count_input_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """Return the input tokens the provider counts for ``messages`` (no tool definitions).
+
+        Raises:
+            ProviderError: The provider could not count them.
+        """
         ...
 
 
@@ -82,6 +95,16 @@ class UsageCalibration:
     def observations(self) -> int:
         """How many reports were learned from."""
         return self._observations
+
+    @property
+    def minimum(self) -> float:
+        """The smallest factor."""
+        return self._minimum
+
+    @property
+    def maximum(self) -> float:
+        """The largest factor."""
+        return self._maximum
 
     def observe(self, estimated: int, reported: int) -> None:
         """Learn from one request: ``estimated`` uncorrected tokens that the provider counted as ``reported``."""
@@ -224,3 +247,11 @@ class MessageTokenCache:
         """Return the request estimate of ``messages`` (list overhead included)."""
         count = self.count
         return LIST_OVERHEAD + sum(count(message) for message in messages)
+
+    def count_all_uncorrected(self, messages: Iterable[ChatMessage]) -> int:
+        """Return the request estimate of ``messages`` before the session's correction."""
+        total = LIST_OVERHEAD
+        for message in messages:
+            entry = self._entries.get(id(message))
+            total += entry[1] if entry is not None and entry[0] is message else _count_message(message, self._base)
+        return total

@@ -277,6 +277,10 @@ class LoopbackAnthropicServer(LoopbackHttpServer[Reply, Json]):
     ) -> None:
         super().__init__(port=port, models=models, api_key=api_key)
         self._calls = 0
+        self.count_requests: list[Json] = []
+        """The bodies ``POST /v1/messages/count_tokens`` received (they take no reply of the queue)."""
+        self.count_tokens: Callable[[Json], int] = lambda body: _estimated_usage(body, MessageReply()).input_tokens
+        """How the count endpoint counts a body (characters / 4 unless a test says otherwise)."""
 
     # -- script ----------------------------------------------------------------------------------------------------
 
@@ -360,6 +364,7 @@ class LoopbackAnthropicServer(LoopbackHttpServer[Reply, Json]):
 
     def _add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_get("/v1/models", self._list_models)
 
     def _internal_error_body(self, message: str) -> Json:
@@ -429,6 +434,16 @@ class LoopbackAnthropicServer(LoopbackHttpServer[Reply, Json]):
             return _error_response(ERROR_STATUS.get(reply.error_type, 500), reply.error_type, reply.message)
         content = content_blocks(reply, call_ids)
         return web.json_response(message_json(message_id, model, content, reply.final_stop_reason, usage.to_json()))
+
+    async def _count_tokens(self, request: web.Request) -> web.Response:
+        if (refusal := self._refusal(request)) is not None:
+            return refusal
+        body = await request.json()
+        if not isinstance(body, dict) or not body.get("messages") or "model" not in body:
+            return _error_response(400, "invalid_request_error", "model and messages: Field required")
+        with self._lock:
+            self.count_requests.append(body)
+        return web.json_response({"input_tokens": self.count_tokens(body)})
 
     def _call_ids(self, reply: Reply) -> list[str]:
         if not isinstance(reply, MessageReply):

@@ -172,6 +172,10 @@ class LoopbackGeminiServer(LoopbackHttpServer[Reply, RecordedRequest]):
 
     def __init__(self, *, port: int = 0, models: Sequence[str] = ("gemini-test",), api_key: str | None = None) -> None:
         super().__init__(port=port, models=models, api_key=api_key)
+        self.count_requests: list[Json] = []
+        """The bodies ``models/{model}:countTokens`` received (they take no reply of the queue)."""
+        self.count_tokens: Callable[[Json], int] = lambda body: max(1, len(json.dumps(body)) // 4)
+        """How ``countTokens`` counts a body (characters / 4 unless a test says otherwise)."""
 
     # -- script ----------------------------------------------------------------------------------------------------
 
@@ -339,6 +343,8 @@ class LoopbackGeminiServer(LoopbackHttpServer[Reply, RecordedRequest]):
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         model, _, method = request.match_info["target"].rpartition(":")
+        if method == "countTokens" and model:
+            return await self._count_tokens(request)
         if method not in ("generateContent", "streamGenerateContent") or not model:
             message = f"Method not found: {request.match_info['target']}"
             return web.json_response(error_body(404, message, "NOT_FOUND"), status=404)
@@ -368,6 +374,17 @@ class LoopbackGeminiServer(LoopbackHttpServer[Reply, RecordedRequest]):
         if isinstance(reply, StreamErrorReply):
             return web.json_response(reply.error, status=500)
         return web.json_response(_whole_response(reply, envelope))
+
+    async def _count_tokens(self, request: web.Request) -> web.Response:
+        if (denied := self._auth_error(request)) is not None:
+            return denied
+        body = await request.json()
+        if not isinstance(body, dict) or not body.get("contents"):
+            message = "* CountTokensRequest.contents: contents is not specified"
+            return web.json_response(error_body(400, message, "INVALID_ARGUMENT"), status=400)
+        with self._lock:
+            self.count_requests.append(body)
+        return web.json_response({"totalTokens": self.count_tokens(body)})
 
     async def _stream(self, request: web.Request, reply: Reply, envelope: Json) -> web.StreamResponse:
         assert not isinstance(reply, ErrorReply)
