@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ironhive.adapters.validation_errors import MAX_REPORTED, describe_validation_error, kind_of, location_text
+from ironhive.adapters.validation_errors import (
+    MAX_REPORTED,
+    case_insensitive_keys,
+    describe_validation_error,
+    kind_of,
+    location_text,
+)
+from ironhive.domain.errors import ConfigurationError
 
 
 class Rule(BaseModel):
@@ -87,3 +94,15 @@ def test_location_text_reads_like_the_file(parts: list[int | str]) -> None:
 )
 def test_kind_of(value: object, kind: str) -> None:
     assert kind_of(value) == kind
+
+
+@given(st.sampled_from(["command", "Command", "COMMAND", "cOmMaNd"]), st.text(max_size=8))
+def test_keys_take_their_canonical_name_in_any_case_and_unknown_keys_stay_as_written(spelling: str, other: str) -> None:
+    names = {"command": "command"}
+    keys = case_insensitive_keys([(spelling, 1), ("X-" + other, 2)], names, "plugin file p.json", "plugins.a")
+    assert keys == {"command": 1, "X-" + other: 2}
+
+
+def test_one_name_in_two_cases_is_a_configuration_error_naming_file_place_and_key() -> None:
+    with pytest.raises(ConfigurationError, match=r"plugin file p.json: duplicate key 'Command' in a"):
+        case_insensitive_keys([("command", 1), ("Command", 2)], {"command": "command"}, "plugin file p.json", "a")
