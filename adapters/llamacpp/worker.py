@@ -172,6 +172,7 @@ class Worker:
         self._settings: Frame | None = None
         self._loaded_frame: Frame = {}
         self._decision_frame: Frame = {}
+        self._initial_seed: int | None = None
         self._cache: PrefixStateCache | None = None
         self._prefetched = 0  # tokens of the context restored from disk by a prefetch, not yet used
         self._run = _Run()
@@ -182,6 +183,10 @@ class Worker:
             self._out = out
         self._requests = queue.Queue()
         self._stop.clear()
+        if self._llama is not None and self._initial_seed is not None:
+            # llama-cpp-python draws each unseeded call's seed from the previous one: a run must not depend on how
+            # many runs this worker served before, so it starts where a freshly loaded model starts.
+            self._llama._seed = self._initial_seed
 
     def enqueue(self, request: Frame) -> None:
         """Queue a request read by someone else (a resident worker reads each run's first frame itself)."""
@@ -284,6 +289,8 @@ class Worker:
         except (ValueError, RuntimeError, OSError) as exc:
             raise Failure("configuration", str(exc)) from exc
         self._module, self._llama, self._settings = module, llama, settings
+        seed = getattr(llama, "_seed", None)
+        self._initial_seed = seed if isinstance(seed, int) else None
         self._install_hooks(llama)
         self._cache = self._open_cache(settings, module, llama)
         model_params = getattr(llama, "model_params", None)

@@ -47,11 +47,13 @@ class Llama:
         LOADS += 1
         self.calls = 0
         self.n_tokens = 0
+        self._seed = 42
     def eval(self, tokens):
         self.n_tokens += len(tokens)
     def create_chat_completion(self, **kwargs):
         self.calls += 1
-        text = f"pid={os.getpid()} loads={LOADS} calls={self.calls}"
+        text = f"pid={os.getpid()} loads={LOADS} calls={self.calls} seed={self._seed}"
+        self._seed += 1  # as llama-cpp-python draws the next unseeded call's seed from this one
         yield {"choices": [{"delta": {"content": text}, "finish_reason": None}]}
         yield {"choices": [{"delta": {}, "finish_reason": "stop"}]}
     def close(self):
@@ -120,7 +122,7 @@ async def _one_run(model: Path, tmp_path: Path, place: ResidentPlace) -> str:
         client.close()
 
 
-async def test_the_next_run_is_served_by_the_same_resident_with_the_model_still_loaded(
+async def test_the_next_run_is_served_by_the_same_resident_with_the_model_loaded_and_a_fresh_seed(
     model: Path, tmp_path: Path, place: ResidentPlace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTHONPATH", str(fake_llama_cpp(tmp_path / "site", COUNTING)))
@@ -129,8 +131,8 @@ async def test_the_next_run_is_served_by_the_same_resident_with_the_model_still_
     second = await _one_run(model, tmp_path, place)
 
     pid = first.split()[0]
-    assert first == f"{pid} loads=1 calls=1"
-    assert second == f"{pid} loads=1 calls=2"
+    assert first == f"{pid} loads=1 calls=1 seed=42"
+    assert second == f"{pid} loads=1 calls=2 seed=42"  # sampled as a fresh worker would: nothing of the run before
     assert int(pid.removeprefix("pid=")) != os.getpid()
 
 
