@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,8 @@ class AgentSettings:
         sandbox: The ``permissions.sandbox`` section: whether and how ``execute_command`` is sandboxed.
         retry: Retries and backoff of the failover chain.
         config: The merged configuration, for the optional tools (skills, advisor, web); none of them without it.
+        adapt_builtin_tools: Wraps the built-in tools once they are built (``ironhive acp``: reads see the editor's
+            buffers); None keeps them as they are.
     """
 
     providers: Sequence[ProviderChoice]
@@ -58,6 +60,7 @@ class AgentSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     config: IronHiveConfig | None = None
+    adapt_builtin_tools: Callable[[Sequence[Tool]], Sequence[Tool]] | None = None
 
     @classmethod
     def from_config(
@@ -155,7 +158,7 @@ def agent_container(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()
         ConfigurationError: A permission file or section is broken.
     """
     root = settings.working_directory.resolve()
-    return IronHiveContainer().override(
+    container = IronHiveContainer().override(
         configuration=settings.config,
         provider_choices=tuple(settings.providers),
         working_directory=root,
@@ -170,6 +173,9 @@ def agent_container(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()
         options=CLI_OPTIONS,
         provided_tools=tuple(extra_tools),
     )
+    if settings.adapt_builtin_tools is not None:
+        container.override(builtin_tools=tuple(settings.adapt_builtin_tools(container.slots.builtin_tools())))
+    return container
 
 
 async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()) -> Agent:

@@ -12,6 +12,7 @@ from typing import Any
 from acp import PROTOCOL_VERSION, Client, RequestError
 from acp.schema import (
     AgentCapabilities,
+    ClientCapabilities,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
@@ -45,14 +46,22 @@ class IronHiveAcpAgent:
     def __init__(self, options: SessionOptions) -> None:
         self._options = options
         self._client: Client | None = None
+        self._editor_reads = False
         self._sessions: dict[str, AcpSession] = {}
 
     def on_connect(self, conn: Client) -> None:
         """Keep the connection to the editor (updates and permission requests go through it)."""
         self._client = conn
 
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        """What this agent can do: text and embedded text context in prompts, loading stored sessions, MCP servers."""
+    async def initialize(
+        self, protocol_version: int, client_capabilities: ClientCapabilities | None = None, **kwargs: Any
+    ) -> InitializeResponse:
+        """What this agent can do: text and embedded text context in prompts, loading stored sessions, MCP servers.
+
+        When the editor can read files (``fs.readTextFile``), ``read_file`` takes its buffers.
+        """
+        files = client_capabilities.fs if client_capabilities is not None else None
+        self._editor_reads = bool(files is not None and files.read_text_file)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -145,7 +154,12 @@ class IronHiveAcpAgent:
 
         try:
             session = await AcpSession.open(
-                self._options, folder, self._ask, resume=resume, extra_tools=editor_tools if servers else None
+                self._options,
+                folder,
+                self._ask,
+                resume=resume,
+                extra_tools=editor_tools if servers else None,
+                read_editor=self._read if self._editor_reads else None,
             )
         except SessionNotFoundError as error:
             raise RequestError.resource_not_found(resume) from error
@@ -158,6 +172,12 @@ class IronHiveAcpAgent:
         if self._client is None:
             raise ConnectionError("no editor is connected")
         await self._client.session_update(session_id=session_id, update=update)
+
+    async def _read(self, session_id: str, path: str, line: int | None, limit: int | None) -> str:
+        if self._client is None:
+            raise ConnectionError("no editor is connected")
+        answer = await self._client.read_text_file(session_id=session_id, path=path, line=line, limit=limit)
+        return answer.content
 
     async def _ask(
         self, session_id: str, call: ToolCallUpdate, options: list[PermissionOption]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 from acp.schema import PermissionOption, RequestPermissionResponse, SessionMode, SessionModeState, ToolCallUpdate
 
 from ironhive.acp.approval import AcpApprovalService
+from ironhive.acp.editor_files import editor_reads
 from ironhive.acp.updates import (
     TODO_TOOL,
     StopReason,
@@ -31,6 +33,8 @@ from ironhive.ports.tools import Tool
 
 SendUpdate = Callable[[Update], Awaitable[None]]
 AskSession = Callable[[str, ToolCallUpdate, list[PermissionOption]], Awaitable[RequestPermissionResponse]]
+ReadSession = Callable[[str, str, int | None, int | None], Awaitable[str]]
+"""Reads a file from the editor for a session: session id, absolute path, 1-based line, line limit."""
 
 DEFAULT_MODE = "default"
 PLAN_MODE = "plan"
@@ -79,6 +83,7 @@ class AcpSession:
         *,
         resume: str | None = None,
         extra_tools: Callable[[contextlib.AsyncExitStack], Awaitable[Sequence[Tool]]] | None = None,
+        read_editor: ReadSession | None = None,
     ) -> AcpSession:
         """Build the agent for ``cwd`` (its configuration, rules, plugins and session store) and bind its session.
 
@@ -88,6 +93,8 @@ class AcpSession:
             ask: Sends a permission request about this session to the editor.
             resume: The stored session to load (None: a new session).
             extra_tools: Starts the editor's MCP servers on the stack and returns their tools.
+            read_editor: Reads files from the editor (when it offers ``fs.readTextFile``): ``read_file`` sees its
+                unsaved buffers.
 
         Raises:
             ConfigurationError: The configuration or a provider cannot be used.
@@ -108,6 +115,12 @@ class AcpSession:
             approval=AcpApprovalService(ask_editor, project),
             initial_mode=Mode.WORKING,
         )
+        if read_editor is not None:
+
+            async def read(path: str, line: int | None, limit: int | None) -> str:
+                return await read_editor(bound[0], path, line, limit)
+
+            settings = dataclasses.replace(settings, adapt_builtin_tools=editor_reads(read, project))
         stack = contextlib.AsyncExitStack()
         try:
             tools = await extra_tools(stack) if extra_tools is not None else ()

@@ -21,8 +21,11 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     AllowedOutcome,
+    ClientCapabilities,
     DeniedOutcome,
+    FileSystemCapabilities,
     PermissionOption,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
@@ -46,6 +49,16 @@ class RecordingClient:
     asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = field(default_factory=list)
     asked_event: asyncio.Event = field(default_factory=asyncio.Event)
     hold: asyncio.Event | None = None  # when set up, permission answers wait for it
+    buffers: dict[str, str] = field(default_factory=dict)  # the editor's open buffers, by absolute path
+    reads: list[tuple[str, int | None, int | None]] = field(default_factory=list)
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        self.reads.append((path, line, limit))
+        lines = self.buffers[path].splitlines(keepends=True)
+        start = (line or 1) - 1
+        return ReadTextFileResponse(content="".join(lines[start : None if limit is None else start + limit]))
 
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
@@ -80,7 +93,11 @@ class Editor:
 
 @contextlib.asynccontextmanager
 async def editor(
-    work: Path, *args: str, env: dict[str, str] | None = None, client: RecordingClient | None = None
+    work: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    client: RecordingClient | None = None,
+    capabilities: ClientCapabilities | None = None,
 ) -> AsyncIterator[Editor]:
     """The real ``ironhive acp`` spawned by the SDK's client side, initialized."""
     client = client or RecordingClient()
@@ -103,7 +120,9 @@ async def editor(
             observers=[observe],
         ) as (conn, process):
             try:
-                initialized = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), TIMEOUT)
+                initialized = await asyncio.wait_for(
+                    conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities), TIMEOUT
+                )
             except ConnectionError as error:
                 raise AssertionError(f"ironhive acp did not start: {stderr.read_text()}") from error
             assert initialized.protocol_version == PROTOCOL_VERSION
@@ -395,3 +414,41 @@ async def test_an_unusable_configuration_fails_session_new_with_its_reason(work:
         with pytest.raises(RequestError) as relative:
             await ed.conn.new_session(cwd="relative/folder", mcp_servers=[])
         assert relative.value.code == -32602
+
+
+EDITOR_READS = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=False))
+
+
+def read_call(call_id: str, path: str, **window: int) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "read_file", "arguments": {"path": path, **window}, "id": call_id}]}
+
+
+async def test_reads_see_the_editors_unsaved_buffer_when_it_offers_file_reads(work: Path) -> None:
+    (work / "g.md").write_text("on disk 1\non disk 2\non disk 3\n")
+    (work.parent / "secret.txt").write_text("outside")
+    target = str((work / "g.md").resolve())
+    steps = [
+        read_call("r1", "g.md"),
+        read_call("r2", "g.md", start_line=2, line_count=1),
+        read_call("r3", "../secret.txt"),
+        {"text": "read"},
+    ]
+    client = RecordingClient(buffers={target: "unsaved 1\nunsaved 2\nunsaved 3\n"})
+    async with editor(work, *scripted(work, steps), client=client, capabilities=EDITOR_READS) as ed:
+        session = await ed.conn.new_session(cwd=str(work), mcp_servers=[])
+        assert await prompt(ed, session.session_id, "read g") == "end_turn"
+    ends = {update.tool_call_id: update for update in client.of(ToolCallProgress)}
+    assert ends["r1"].status == "completed" and ends["r1"].raw_output == "unsaved 1\nunsaved 2\nunsaved 3\n"
+    assert ends["r2"].status == "completed" and ends["r2"].raw_output == "unsaved 2\n"
+    assert ends["r3"].status == "failed"  # judged on disk first: the editor is never asked about it
+    assert client.reads == [(target, None, None), (target, 2, 1)]
+
+
+async def test_reads_stay_on_disk_when_the_editor_offers_no_file_reads(work: Path) -> None:
+    (work / "g.md").write_text("on disk\n")
+    client = RecordingClient(buffers={str((work / "g.md").resolve()): "unsaved\n"})
+    async with editor(work, *scripted(work, [read_call("r1", "g.md"), {"text": "read"}]), client=client) as ed:
+        session = await ed.conn.new_session(cwd=str(work), mcp_servers=[])
+        assert await prompt(ed, session.session_id, "read g") == "end_turn"
+    ends = {update.tool_call_id: update for update in client.of(ToolCallProgress)}
+    assert ends["r1"].raw_output == "on disk\n" and client.reads == []

@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ironhive.acp.approval import OPTIONS, decision_of
+from ironhive.acp.editor_files import _window
 from ironhive.acp.mcp_servers import server_configs, server_name
 from ironhive.acp.transport import INVALID_REQUEST, PARSE_ERROR, message_problem
 from ironhive.acp.updates import (
@@ -226,3 +227,18 @@ def test_editor_stdio_servers_become_server_settings() -> None:
         "uvx",
         ("mcp-server-time",),
     )
+
+
+@given(st.dictionaries(st.text(max_size=12), json_values, max_size=4))
+def test_the_editor_is_asked_only_for_plainly_written_reads(arguments: dict[str, Any]) -> None:
+    window = _window(arguments)
+    if window is not None:
+        path, start, count = window
+        assert set(arguments) <= {"path", "start_line", "line_count"} and arguments["path"] == path
+        assert start == arguments.get("start_line") and count == arguments.get("line_count")
+        assert all(value is None or value >= 1 for value in (start, count))
+    elif set(arguments) <= {"path", "start_line", "line_count"} and isinstance(arguments.get("path"), str):
+        assert not arguments["path"].strip() or any(
+            key in arguments and (type(arguments[key]) is not int or arguments[key] < 1)
+            for key in ("start_line", "line_count")
+        )
