@@ -50,6 +50,9 @@ HELLO_SECONDS: Final = 5.0
 """How long a run waits for a resident's greeting (it may be finishing the previous run's prefix-cache write)."""
 TAIL_BYTES: Final = 16_384
 _ENVIRONMENT_PREFIXES: Final = ("GGML", "LLAMA", "OMP_", "KMP_", "GOMP", "OPENBLAS", "MKL", "CUDA", "HIP", "PYTHON")
+_KEPT_VARIABLES: Final = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_", "TZ", "TMPDIR", "LD_")
+"""Besides those that shape llama.cpp (in the key), what a resident keeps of the environment of the run that started
+it: no API keys or other settings of that run live on in a process that serves later ones."""
 _FATAL: Final = {
     "Segmentation fault": -11,
     "Illegal instruction": -4,
@@ -316,8 +319,11 @@ def _start(paths: ResidentPaths, idle_seconds: float) -> None:
     """Start a resident; its launcher returns at once (the resident forks off and belongs to no run)."""
     # -P: the current folder (an untrusted repository, perhaps) is not put on the resident's import path.
     command = [sys.executable, "-P", "-m", SERVER_MODULE, str(paths.directory), paths.key, repr(float(idle_seconds))]
+    kept = _ENVIRONMENT_PREFIXES + _KEPT_VARIABLES
     with subprocess.Popen(
         command,
+        env={name: value for name, value in os.environ.items() if name.startswith(kept)},
+        cwd="/",  # holds no run's folder
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

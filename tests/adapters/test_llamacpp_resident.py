@@ -250,3 +250,20 @@ async def test_the_bundled_model_evaluates_only_the_new_tokens_of_the_next_run(
     assert first.evaluated_tokens == first.prompt_tokens > 10
     assert second.prompt_tokens == first.prompt_tokens
     assert second.evaluated_tokens <= 1 and second.reused_tokens == second.prompt_tokens - second.evaluated_tokens
+
+
+def test_the_resident_keeps_no_api_key_and_no_folder_of_the_run_that_started_it(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, place: ResidentPlace
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(fake_llama_cpp(tmp_path / "site", COUNTING)))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-of-this-run")
+    monkeypatch.chdir(tmp_path)
+    worker = acquire(_client(model, tmp_path)._load_settings(), place)
+    assert worker is not None
+    try:
+        environment = Path(f"/proc/{worker.pid}/environ").read_bytes().split(b"\0")
+        assert not [item for item in environment if item.startswith(b"OPENAI_API_KEY=")]
+        assert f"PYTHONPATH={tmp_path / 'site'}".encode() in environment
+        assert os.readlink(f"/proc/{worker.pid}/cwd") == "/"
+    finally:
+        worker.close()
