@@ -1,5 +1,4 @@
-"""Finds the GGUF file to run: a configured path, a Hugging Face file (huggingface_hub's shared cache), or the bundled
-model."""
+"""Finds the GGUF file to run: a configured path, a Hugging Face file (in the shared HF cache) or the bundled model."""
 
 from __future__ import annotations
 
