@@ -1,5 +1,4 @@
-"""One reading of the files the user writes (plugin files, permission files): case-insensitive keys, and one wording for
-pydantic validation errors."""
+"""One reading of plugin and permission files: their case-insensitive keys and one wording of validation errors."""
 
 from __future__ import annotations
 
