@@ -11,12 +11,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
-import importlib
 import os
 import selectors
 import signal
 import socket
-import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -24,68 +22,9 @@ from typing import Any
 
 from ironhive import __version__
 from ironhive.daemon.paths import LOCK_NAME, LOG_NAME, check_private_directory, socket_path
+from ironhive.daemon.preload import preload, thread_count
 from ironhive.daemon.protocol import compatibility_key, install_fingerprint, peer_uid, receive, send
-
-PRELOAD = (
-    "ironhive.cli.app",
-    "ironhive.cli.one_shot",
-    "ironhive.cli.render",
-    "ironhive.cli.early_local",
-    "ironhive.cli.config_commands",
-    "ironhive.cli.models_command",
-    "ironhive.cli.session_commands",
-    "ironhive.cli.doctor",
-    "ironhive.agent_factory",
-    "ironhive.configuration",
-    "ironhive.assembly",
-    "ironhive.container",
-    "ironhive.providers",
-    "ironhive.log_setup",
-    "ironhive.lean_imports",
-    "ironhive.optional_tools",
-    "ironhive.adapters.console_approval",
-    "ironhive.adapters.config.loader",
-    "ironhive.adapters.config.writer",
-    "ironhive.adapters.mcp.console_trust",
-    "ironhive.adapters.mcp.provider",
-    "ironhive.adapters.sessions.store",
-    "ironhive.adapters.sessions.execution_log",
-    "ironhive.adapters.skills.loader",
-    "ironhive.adapters.skills.tool",
-    "ironhive.adapters.tools.provider",
-    "ironhive.adapters.web.tools",
-    "ironhive.adapters.openai.client",
-    "ironhive.adapters.anthropic.client",
-    "ironhive.adapters.google.client",
-    "openai",
-    "openai.resources.chat.chat",
-    "openai.resources.chat.completions.completions",
-    "openai.resources.chat.completions.messages",
-    "openai.resources.models",
-    "openai.pagination",
-    "openai.lib.streaming.chat",
-    "anthropic",
-    "anthropic.resources.messages",
-    "anthropic.resources.models",
-    "google.genai",
-    "httpcore2",
-    "h11",
-    "anyio._backends._asyncio",
-    "anyio.streams.tls",
-    "truststore",
-    "diskcache",
-    "sqlite3",
-    "concurrent.futures.thread",
-    "aiohttp",
-    "mcp",
-    "rich.console",
-    "rich.markdown",
-    "rich.live",
-    "ssl",
-    "asyncio",
-)
-"""Modules a non-interactive run may import, loaded once here (a missing optional one is skipped). Not the local
-model's (llama.cpp loads native code that may start threads; huggingface_hub reads its settings at import)."""
+from ironhive.daemon.spare import Spare, await_request, channel_pair
 
 LOCK_WAIT_SECONDS = 5.0
 REQUEST_TIMEOUT_SECONDS = 10.0
@@ -129,6 +68,8 @@ class Server:
         self.check_peer = check_peer
         self.uid = os.getuid()
         self.runs: dict[int, Run] = {}
+        self.spare: Spare | None = None
+        self.use_spares = True
         self.served = 0
         self.started = time.time()
         self.last_activity = time.monotonic()
@@ -173,6 +114,10 @@ class Server:
 
     def close_listener(self) -> None:
         """Stop accepting: remove the socket (if it is still ours) and release the lock for a successor."""
+        if self.spare is not None:
+            self.selector.unregister(self.spare.pidfd)
+            self.spare.discard()
+            self.spare = None
         if self.listener is None:
             return
         self.selector.unregister(self.listener)
@@ -192,6 +137,10 @@ class Server:
                 self.close_listener()
             if self.listener is None and not self.runs:
                 return None
+            if self.use_spares and self.spare is None and self.listener is not None and not self.runs:
+                forked = self._fork_spare()  # while idle: a run in progress keeps both cores
+                if forked is not None:
+                    return forked
             timeout = None
             if not self.runs:
                 timeout = max(0.0, self.last_activity + self.idle_seconds - time.monotonic())
@@ -214,6 +163,8 @@ class Server:
             except OSError:
                 return None
             return self._accept(connection)
+        elif isinstance(data, tuple) and data[0] == "spare":
+            self._spare_ended()
         elif isinstance(data, tuple):
             kind, pid = data
             run = self.runs.get(pid)
@@ -264,6 +215,7 @@ class Server:
             "started": self.started,
             "served": self.served,
             "active": len(self.runs),
+            "spare": self.spare.pid if self.spare is not None else None,
             "idle": self.idle_seconds,
             "socket": socket_path(self.directory),
         }
@@ -284,15 +236,19 @@ class Server:
         idle = message.get("idle")
         if isinstance(idle, int | float) and idle > 0:
             self.idle_seconds = float(idle)
-        pid = os.fork()
-        if pid == 0:
-            self._become_child(connection)
-            return Forked(message, fds)
+        started = self._hand_to_spare(message, fds)
+        if started is None:
+            pid = os.fork()
+            if pid == 0:
+                self._become_child(connection)
+                return Forked(message, fds)
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)  # also done by the child: whichever runs first, signals reach its group
+            started = (pid, os.pidfd_open(pid))
         _close_all(fds)
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, pid)  # also done by the child: whichever runs first, signals reach its group
+        pid = started[0]
         self.served += 1
-        run = Run(pid, os.pidfd_open(pid), connection)
+        run = Run(pid, started[1], connection)
         self.runs[pid] = run
         self.selector.register(run.pidfd, selectors.EVENT_READ, ("exit", pid))
         if self._reply(connection, {"status": "started", "pid": pid}):
@@ -300,10 +256,52 @@ class Server:
             self.selector.register(connection, selectors.EVENT_READ, ("client", pid))
         return None
 
-    def _become_child(self, connection: socket.socket) -> None:
-        """Drop everything of the server in a fresh child: its socket, lock, selector, pipe and other runs."""
+    def _fork_spare(self) -> Forked | None:
+        """Fork the next run's process now; in that process, wait for its request and return it."""
+        server_end, spare_end = channel_pair()
+        pid = os.fork()
+        if pid == 0:
+            server_end.close()
+            self._become_child(None)
+            message, fds = await_request(spare_end)
+            return Forked(message, fds)
+        spare_end.close()
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # a group of its own before any client can signal it
+        self.spare = Spare(pid, server_end)
+        self.selector.register(self.spare.pidfd, selectors.EVENT_READ, ("spare", pid))
+        return None
+
+    def _hand_to_spare(self, message: dict[str, Any], fds: list[int]) -> tuple[int, int] | None:
+        """The spare's pid and pidfd once it has the request; ``None`` when there is none to take it."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        self.selector.unregister(spare.pidfd)
+        if not spare.hand_over(message, fds):
+            spare.discard()
+            self._spare_failed()
+            return None
+        spare.close()
+        return spare.pid, spare.pidfd
+
+    def _spare_ended(self) -> None:
+        """A spare ended before any request reached it: reaped, and no more spares (forking per run still works)."""
+        if self.spare is not None:
+            self.selector.unregister(self.spare.pidfd)
+            self.spare.discard()
+            self.spare = None
+        self._spare_failed()
+
+    def _spare_failed(self) -> None:
+        self.use_spares = False
+        _log(self.directory, "a spare process ended unused: forking per run from now on")
+
+    def _become_child(self, connection: socket.socket | None) -> None:
+        """Drop everything of the server in a fresh child: its socket, lock, selector, pipe, spare and other runs."""
         signal.set_wakeup_fd(-1)
-        connection.close()
+        if connection is not None:
+            connection.close()
         if self.listener is not None:
             self.listener.close()
         if self.lock_fd >= 0:
@@ -311,6 +309,9 @@ class Server:
         for run in self.runs.values():
             run.connection.close()
             os.close(run.pidfd)
+        if self.spare is not None:
+            self.spare.close()
+            os.close(self.spare.pidfd)
         self.selector.close()
         os.close(self.wake_read)
         os.close(self.wake_write)
@@ -371,44 +372,6 @@ def _source_stamps() -> dict[str, int]:
             except OSError:
                 stamps[path] = 0
     return stamps
-
-
-def preload() -> list[str]:
-    """Import :data:`PRELOAD`, then build what every run would otherwise build for itself: the CA store, the openai
-    SDK's response models and request type hints, OpenAI's current token encoding. None of it depends on a run's
-    configuration, and none of it is a thread, a connection or an event loop.
-
-    Returns:
-        The modules that could not be imported.
-    """
-    missing = []
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    with contextlib.suppress(ImportError, OSError, ssl.SSLError):
-        from ironhive.adapters.tls import tls_context
-
-        tls_context()  # a context, not a connection: every forked run shares it
-    with contextlib.suppress(ImportError):
-        from ironhive.adapters.openai.client import prepare_sdk
-
-        prepare_sdk()
-    with contextlib.suppress(ImportError, KeyError, RuntimeError):
-        from ironhive.adapters.tokens.selection import CURRENT_OPENAI_ENCODING
-        from ironhive.adapters.tokens.tiktoken_counter import load_encoding
-
-        load_encoding(CURRENT_OPENAI_ENCODING)  # 0.4 s of CPU per run otherwise; the parsed ranks are shared read-only
-    return missing
-
-
-def thread_count() -> int:
-    """The process's OS threads (native ones included)."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 1
 
 
 def _log(directory: str, line: str) -> None:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from ironhive.daemon.client import connect
+from ironhive.daemon.protocol import receive, send
 from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
 from tests.support.openai_server import LoopbackOpenAIServer
 
@@ -72,6 +74,26 @@ class Warm:
 
     def warm_run_env(self, server: LoopbackOpenAIServer, *args: str, **kwargs: object):
         return self.run(*args, env={**openai_env(server), **kwargs.pop("env", {})}, **kwargs)  # type: ignore[arg-type]
+
+    def server_status(self) -> dict[str, object]:
+        """The warm process's own status message (with the pid of the process waiting for the next run)."""
+        sock = connect(str(self.directory), os.getuid())
+        assert sock is not None, "no warm process"
+        try:
+            send(sock, {"op": "status"})
+            return receive(sock)
+        finally:
+            sock.close()
+
+    def next_spare(self, other_than: object = None) -> int:
+        """The pid of the process forked ahead for the next run, once it is one other than ``other_than``."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            spare = self.server_status()["spare"]
+            if isinstance(spare, int) and spare != other_than:
+                return spare
+            time.sleep(0.05)
+        raise AssertionError("no process forked ahead")
 
     def stop(self) -> None:
         """``ironhive daemon stop``, then end every server this test's directory logged that is still there."""
@@ -378,3 +400,39 @@ def test_the_preloaded_process_holds_no_thread_no_socket_but_its_listener_and_re
     assert [target for target in state["descriptors"] if "eventpoll" in target] == ["anon_inode:[eventpoll]"]  # ours
     assert not [path for path in state["opened"] if path.startswith((str(home), str(work)))]
     assert state["incomplete"] == []  # the SDK's response models are built before any fork
+
+
+def test_each_run_goes_to_the_process_forked_ahead_and_the_next_one_is_forked_after_it(warm: Warm) -> None:
+    with LoopbackOpenAIServer() as server:
+        before = warm.start(server)
+        for answer in ("First.", "Second."):
+            spare = warm.next_spare()
+            assert _alive(spare)
+            server.enqueue_text(answer)
+            completed = warm.warm_run_env(server, "-p", "hi", "-o", "json")
+            assert completed.returncode == 0, completed.stderr
+            assert json.loads(completed.stdout)["content"] == answer
+            assert warm.next_spare(other_than=spare) != spare  # a new one waits for the next run ...
+            assert not _alive(spare)  # ... and the old one ran this run and ended (an unused one would be waiting)
+        assert warm.status() == {"pid": before["pid"], "served": before["served"] + 2}
+
+
+def test_a_spare_that_dies_unused_means_a_fork_per_run_and_stop_leaves_no_spare(warm: Warm) -> None:
+    with LoopbackOpenAIServer() as server:
+        warm.start(server)
+        spare = warm.next_spare()
+        os.kill(spare, signal.SIGKILL)
+        server.enqueue_text("Forked now.")
+        completed = warm.warm_run_env(server, "-p", "hi", "-o", "json")
+        assert completed.returncode == 0, completed.stderr
+        assert json.loads(completed.stdout)["content"] == "Forked now."
+        assert warm.server_status()["spare"] is None
+    with LoopbackOpenAIServer() as server:
+        warm.stop()
+        warm.start(server)
+        spare = warm.next_spare()
+        warm.run("daemon", "stop")
+        deadline = time.monotonic() + 10
+        while _alive(spare) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(spare)
