@@ -1,4 +1,4 @@
-"""Keeps the CLI from importing the optional packages that dependency-injector probes for and ironhive never uses."""
+"""Keeps the CLI from importing optional packages that its libraries probe for and ironhive never uses."""
 
 from __future__ import annotations
 
@@ -44,3 +44,30 @@ def import_dependency_injector() -> None:
         importlib.import_module("dependency_injector.containers")
     finally:
         sys.meta_path.remove(finder)
+
+
+BRIDGES = {"openai._vendor.httpx_aiohttp": "aiohttp"}
+"""Optional bridges a library imports at its own import, when the package they bridge to is installed, for a client
+ironhive never builds, and that package: the openai SDK imports its aiohttp transport (and aiohttp with it, about
+0.1 s) for ``DefaultAioHttpClient``, while ironhive's OpenAI clients use its default httpx client. Hidden only while
+that package is not imported yet: once something has imported it, the bridge costs nothing more."""
+
+
+class _HideBridges:
+    """A meta-path finder that makes the :data:`BRIDGES` look absent while their package is not imported."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        """Refuse a bridge whose package is not imported; leave every other import to the next finder."""
+        for bridge, package in BRIDGES.items():
+            if (fullname == bridge or fullname.startswith(bridge + ".")) and package not in sys.modules:
+                raise ModuleNotFoundError(f"{fullname} is not imported by the ironhive CLI", name=fullname)
+        return None
+
+
+def hide_unused_bridges() -> None:
+    """From now on, in this process (the CLI's own), leave out the :data:`BRIDGES` to packages nothing has imported.
+    Calling it again changes nothing."""
+    if not any(isinstance(finder, _HideBridges) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _HideBridges())

@@ -96,25 +96,34 @@ def run(args: list[str], direct: Callable[[list[str]], int]) -> int:
     """
     args, no_daemon = strip_no_daemon(args)
     if not hasattr(_socket, "SO_PEERCRED") or not hasattr(os, "pidfd_open"):
-        return direct(args)  # Linux only: the peer check and the server's child watch need it
+        return _run_direct(direct, args)  # Linux only: the peer check and the server's child watch need it
     try:
         stdin_is_terminal = os.isatty(0)
     except OSError:
         stdin_is_terminal = False
     if not is_warm_command(args, stdin_is_terminal):
-        return direct(args)
+        return _run_direct(direct, args)
     home = os.environ.get("HOME") or os.path.expanduser("~")
     decision = decide(os.environ, home, no_daemon_flag=no_daemon)
     if decision.enabled:
         code = _try_warm(args, decision, home)
         if code is not None:
             return code
-    code = direct(args)
+    code = _run_direct(direct, args)
     if decision.refresh:
         enabled, _ = refresh(home)
         if enabled is False:
             stop_server(runtime_directory(os.environ, home, os.getuid()))
     return code
+
+
+def _run_direct(direct: Callable[[list[str]], int], args: list[str]) -> int:
+    """Run here, as the CLI: libraries' optional bridges to packages nothing has imported stay out (see
+    :mod:`ironhive.lean_imports`)."""
+    from ironhive.lean_imports import hide_unused_bridges
+
+    hide_unused_bridges()
+    return direct(args)
 
 
 def _try_warm(args: list[str], decision: Decision, home: str) -> int | None:

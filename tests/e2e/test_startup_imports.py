@@ -8,9 +8,11 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from ironhive.lean_imports import _HideBridges
 from tests.support.cli import clean_environment
 from tests.support.openai_server import LoopbackOpenAIServer
 
@@ -125,10 +127,22 @@ def test_a_prompt_on_an_openai_compatible_provider_imports_only_what_it_uses(tmp
         modules = modules_at_exit("-p", "hi", "-o", "json", cwd=tmp_path, home=tmp_path, env=openai_env(server))
         assert len(server.requests) == 1
     assert "openai" in modules
-    # What the openai SDK imports itself is its own cost (it imports aiohttp when installed); ironhive adds none.
-    assert within(modules - openai_sdk_imports(), UNNEEDED_BY_AN_OPENAI_RUN) == set()
+    # Not even what the openai SDK imports by itself for a client ironhive never builds (aiohttp when installed).
+    assert within(modules, UNNEEDED_BY_AN_OPENAI_RUN) == set()
     assert within(modules, ("mcp", "mcp_types", "anthropic", "google.genai", "llama_cpp", "fastapi")) == set()
     assert {"ironhive.adapters.mcp.provider", "ironhive.adapters.mcp.plugin_config"}.isdisjoint(modules)
+
+
+def test_a_bridge_is_hidden_only_while_its_package_is_not_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    finder = _HideBridges()
+    monkeypatch.delitem(sys.modules, "aiohttp", raising=False)
+    for name in ("openai._vendor.httpx_aiohttp", "openai._vendor.httpx_aiohttp.transport"):
+        with pytest.raises(ModuleNotFoundError):
+            finder.find_spec(name)
+    for other in ("openai._vendor", "openai._vendor.httpx_aiohttp_other", "aiohttp", "openai"):
+        assert finder.find_spec(other) is None  # left to the next finder
+    monkeypatch.setitem(sys.modules, "aiohttp", ModuleType("aiohttp"))
+    assert finder.find_spec("openai._vendor.httpx_aiohttp") is None  # imported anyway: the bridge costs nothing
 
 
 def test_a_prompt_on_the_scripted_provider_imports_no_sdk_and_no_http_stack(tmp_path: Path) -> None:
