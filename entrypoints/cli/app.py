@@ -69,8 +69,10 @@ def chat(
 ) -> int:
     """Interactive mode on a terminal, or one prompt (an argument, -p, or piped on stdin) and exit."""
     from ironhive.cli.prompt_input import PromptInputError, one_shot_prompt, positional_prompt
+    from ironhive.cli.render import set_plain_output
     from ironhive.domain.sessions import SessionRequest
 
+    set_plain_output(plain)  # also for what never sees the command line (download bar, local progress line)
     try:
         positional = positional_prompt(words, command_names())
     except PromptInputError as error:

@@ -12,11 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ironhive import __version__
 from ironhive.adapters.provider_registry import provider_names_help
-from ironhive.cli.render import Renderer, TextRenderer
+from ironhive.cli.render import Renderer, TextRenderer, color_enabled, rich_console
 from ironhive.cli.statistics import SessionStatistics
 from ironhive.domain.agent_loop import AgentLoop
 from ironhive.domain.errors import IronHiveError
@@ -63,11 +63,19 @@ class InteractiveRequest:
     session: SessionRequest = field(default_factory=SessionRequest)
 
 
-def terminal_console(*, plain: bool) -> Console:
-    """The rich console of the interactive mode (colours off with ``--plain`` or ``NO_COLOR``)."""
+def terminal_console(*, plain: bool, stream: TextIO | None = None) -> Console:
+    """The rich console of the interactive mode on ``stream`` (stdout by default).
+
+    With ``--plain`` it writes no escape sequence at all. Otherwise, on a terminal, the spinner and the live answer
+    move the cursor and erase lines, and styles (SGR: colour, bold, dim) are written only where
+    :func:`~ironhive.cli.render.color_enabled` allows them: none under ``NO_COLOR`` or ``TERM=dumb``.
+    """
     from rich.console import Console
 
-    return Console(highlight=False, no_color=True if plain else None, emoji=False)  # None: NO_COLOR decides
+    if plain:
+        return rich_console(stream, plain=True, highlight=False, emoji=False)
+    color = color_enabled(stream or sys.stdout)
+    return Console(file=stream, highlight=False, emoji=False, color_system="auto" if color else None)
 
 
 def line_editing(plain: bool) -> bool:
@@ -295,7 +303,7 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
         # Ctrl+C in the approval menu is a key (the terminal is in raw mode): it cancels the turn like the signal.
         reader = EditingLineReader(
             history_path(Path.home(), project),
-            color=not console.no_color,
+            color=color_enabled(sys.stdout, plain=request.plain),
             on_interrupt=lambda: session._interrupt() if session is not None else None,
         )
         menu = TerminalMenu(console, reader)
@@ -325,9 +333,10 @@ def run_interactive(request: InteractiveRequest, *, environ: Mapping[str, str]) 
             sys.stderr.write(f"Error: {error}\n")
             return 1
         if isinstance(agent.client, Preloadable):
-            from rich.console import Console
-
-            with Console(stderr=True).status(f"Loading the local model {agent.provider.model}…"):
+            loading = f"Loading the local model {agent.provider.model}…"
+            if request.plain:
+                sys.stderr.write(loading + "\n")
+            with terminal_console(plain=request.plain, stream=sys.stderr).status(loading):
                 event_loop.run_until_complete(agent.client.warm_up())
         choice = agent.provider
         statistics = SessionStatistics(model=choice.model, local=choice.name == "lmsupply")

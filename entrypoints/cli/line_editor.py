@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.application import Application
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.output import ColorDepth, Output
     from rich.console import Console
 
     from ironhive.cli.live_markdown import LiveMarkdownRenderer
@@ -56,11 +57,16 @@ class EditingLineReader:
             key_bindings=self._prompt_keys(),
             prompt_continuation="… ",
             color_depth=depth,
+            output=None if color else uncoloured_output(),
             reserve_space_for_menu=0,  # no completion menu: do not push the scrollback up for one
         )
         self._questions: PromptSession[str] = PromptSession(
-            key_bindings=self._question_keys(), color_depth=depth, reserve_space_for_menu=0
+            key_bindings=self._question_keys(),
+            color_depth=depth,
+            output=None if color else uncoloured_output(),
+            reserve_space_for_menu=0,
         )
+        self._color = color
         self._on_interrupt = on_interrupt
 
     @staticmethod
@@ -95,12 +101,12 @@ class EditingLineReader:
         return await self._prompts.prompt_async(message, handle_sigint=False)
 
     async def ask(self, question: str, default: str = "") -> str | None:
-        """One answer, shown in bold so it does not look like the chat prompt."""
+        """One answer, shown in bold (without colour: its own text) so it does not look like the chat prompt."""
         from prompt_toolkit.formatted_text import FormattedText
 
         try:
             return await self._questions.prompt_async(
-                FormattedText([("bold", question)]), default=default, handle_sigint=False
+                FormattedText([("bold" if self._color else "", question)]), default=default, handle_sigint=False
             )
         except EOFError:
             return None
@@ -112,6 +118,28 @@ class EditingLineReader:
             return False
         _clear_or_interrupt(app)
         return True
+
+
+def uncoloured_output() -> Output:
+    """prompt_toolkit's terminal output on stdout that writes no SGR sequence (``ESC [ … m``) at all.
+
+    prompt_toolkit already drops colours under ``NO_COLOR``, but still writes attribute resets, bold and reverse video
+    (the selection). Without colour none of them is written; cursor movement, erasing and the terminal modes (bracketed
+    paste, cursor visibility, the cursor position query) remain, as line editing needs them.
+    """
+    import sys
+
+    from prompt_toolkit.output.vt100 import Vt100_Output
+    from prompt_toolkit.styles import Attrs
+
+    class UncolouredOutput(Vt100_Output):
+        def set_attributes(self, attrs: Attrs, color_depth: ColorDepth) -> None:
+            """No style is written."""
+
+        def reset_attributes(self) -> None:
+            """Nothing was set: nothing to reset."""
+
+    return UncolouredOutput.from_pty(sys.stdout, term=os.environ.get("TERM"))
 
 
 def _clear_or_interrupt(app: Application[str]) -> None:

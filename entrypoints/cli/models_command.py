@@ -208,11 +208,12 @@ def plain_tables(listings: Sequence[ProviderListing]) -> str:
 
 
 def _print_rich_tables(listings: Sequence[ProviderListing]) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from ironhive.cli.render import rich_console
+
+    console = rich_console()  # no escape sequences under NO_COLOR or --plain, the table's layout kept
     for listing in listings:
         if not listing.models:
             continue

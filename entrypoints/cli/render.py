@@ -29,15 +29,24 @@ if TYPE_CHECKING:
 
 CANCELLED = "cancelled"
 
+_plain_process = False
+
+
+def set_plain_output(plain: bool) -> None:
+    """``--plain`` for the whole process: every later :func:`color_enabled` says no, wherever it is asked (the
+    download bar and the local model's progress line included, which never see the command line)."""
+    global _plain_process
+    _plain_process = plain
+
 
 def color_enabled(stream: TextIO | None, *, plain: bool = False, environ: Mapping[str, str] | None = None) -> bool:
     """Whether escape sequences may be written to ``stream``, decided in the order CPython decides it for itself.
 
-    ``--plain`` and a non-empty ``NO_COLOR`` never allow them, a non-empty ``FORCE_COLOR`` always does (a pipe into
-    ``less -R``), ``TERM=dumb`` does not, and otherwise only a terminal does.
+    ``--plain`` (``plain`` or :func:`set_plain_output`) and a non-empty ``NO_COLOR`` never allow them, a non-empty
+    ``FORCE_COLOR`` always does (a pipe into ``less -R``), ``TERM=dumb`` does not, and otherwise only a terminal does.
     """
     env = os.environ if environ is None else environ
-    if plain or env.get("NO_COLOR"):
+    if plain or _plain_process or env.get("NO_COLOR"):
         return False
     if env.get("FORCE_COLOR"):
         return True
