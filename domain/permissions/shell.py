@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 _MAX_DEPTH = 64
 _SEPARATORS = frozenset(";&|\n")
-_BLANKS = frozenset(" \t\r")
+_BLANKS = frozenset(" \t")  # bash's blanks: a carriage return is a word character ("git\rstatus" is one word)
 _LEADING_RESERVED = frozenset(
     {"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time", "esac"}
 )
@@ -152,6 +152,8 @@ class _Parser:
             if char in _BLANKS:
                 word = self._end_word(words, word)
                 self.pos += 1
+            elif char == "\r" and nxt == "\n":
+                self.pos += 1  # a CRLF line end reads as a newline (bash would run "cmd\r", which is not found)
             elif char == "\\":
                 word = word or _Word()
                 if nxt == "\n":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ironhive.domain.permissions.shell import ShellParseError, split_shell_command
+from ironhive.domain.permissions.shell import Redirection, ShellParseError, parse_shell_command, split_shell_command
 
 
 @pytest.mark.parametrize(
@@ -91,3 +91,35 @@ def test_unparseable_commands_raise(command: str, message: str) -> None:
 
 def test_shell_parse_error_is_a_value_error() -> None:
     assert issubclass(ShellParseError, ValueError)
+
+
+def test_a_lone_carriage_return_is_part_of_the_word_as_in_bash() -> None:
+    # bash runs "git\rstatus" as one (missing) program; split on the CR it would be judged as an allowed "git status".
+    (part,) = parse_shell_command("git\rstatus")
+    assert part.words == ("git\rstatus",)
+    assert [p.words for p in parse_shell_command("rm\r -rf x")] == [("rm\r", "-rf", "x")]
+    assert split_shell_command("a\r\nb") == ["a", "b"]  # a CRLF line end still ends the command
+
+
+# Lines on which the generated comparison with tree-sitter-bash found tree-sitter-bash, not the splitter, departing
+# from bash: they pin down bash's reading.
+
+
+def test_adjacent_quoted_and_escaped_pieces_are_one_word() -> None:
+    assert [p.words for p in parse_shell_command("ls 0''\\;")] == [("ls", "0;")]
+    assert [p.words for p in parse_shell_command("ls ''\\$")] == [("ls", "$")]
+    assert [p.words for p in parse_shell_command("ls $HOMEa\\ b")] == [("ls", "$HOMEa b")]
+    assert [p.words for p in parse_shell_command("( ls \\  )")] == [("ls", " ")]
+
+
+def test_two_backtick_substitutions_side_by_side_are_two() -> None:
+    assert split_shell_command("ls `id``rm x`") == ["id", "rm x", "ls `id``rm x`"]
+
+
+def test_a_redirection_after_a_pipeline_or_list_belongs_to_its_last_command() -> None:
+    first, second = parse_shell_command("ls && rm x >0")
+    assert (first.words, first.redirections) == (("ls",), ())
+    assert (second.words, second.redirections) == (("rm", "x"), (Redirection(operator=">", target="0"),))
+    parts = parse_shell_command("ls | ls | cat\nrm a >f")
+    assert [p.words for p in parts] == [("ls",), ("ls",), ("cat",), ("rm", "a")]
+    assert parts[-1].redirections == (Redirection(operator=">", target="f"),)
