@@ -13,6 +13,7 @@ import pytest
 
 from ironhive.adapters.tokens.tiktoken_counter import TiktokenCounter
 from ironhive.domain.context.tokens import CALL_OVERHEAD, DEFAULT_COUNTER, LIST_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
+from tests.support.anthropic_server import LoopbackAnthropicServer, MessageReply, TokenUsage
 from tests.support.cli import run_ironhive
 from tests.support.openai_server import LoopbackOpenAIServer, ScriptedCall, TextReply, ToolCallsReply
 
@@ -56,7 +57,7 @@ def reader(usage: Callable[[dict[str, Any]], tuple[int, int] | None]) -> Callabl
     return reply
 
 
-def run_reads(tmp_path: Path, server: LoopbackOpenAIServer, env: dict[str, str], *args: str) -> list[dict[str, Any]]:
+def run_reads(tmp_path: Path, env: dict[str, str], *args: str, config_text: str = "") -> list[dict[str, Any]]:
     """Run a one-shot that reads every part, return its jsonl lines (the requests stay on the server)."""
     work = tmp_path / "work"
     work.mkdir()
@@ -64,7 +65,7 @@ def run_reads(tmp_path: Path, server: LoopbackOpenAIServer, env: dict[str, str],
         (work / f"part{index}.txt").write_text(f"Part {index}.\n" + CJK * 32 + "\n", encoding="utf-8")
     config = tmp_path / ".ironhive" / "config.yaml"
     config.parent.mkdir()
-    config.write_text(f"compaction:\n  maxContextTokens: {WINDOW}\n  goalReminder:\n    enabled: false\n")
+    config.write_text(f"compaction:\n  maxContextTokens: {WINDOW}\n  goalReminder:\n    enabled: false\n{config_text}")
     completed = run_ironhive(
         *args, "-p", "Read part0.txt to part6.txt one by one.", "-o", "jsonl", cwd=work, home=tmp_path, env=env
     )
@@ -91,7 +92,7 @@ def test_an_openai_model_is_compacted_at_the_request_its_tiktoken_count_crosses_
         for _ in range(3 * FILES):  # the reads, the answer and the summaries
             server.enqueue_function(reply)
         env = {"OPENAI_API_KEY": "sk-loopback-test", "OPENAI_MODEL": "gpt-4o-mini", "OPENAI_ENDPOINT": server.base_url}
-        lines = run_reads(tmp_path, server, env)
+        lines = run_reads(tmp_path, env)
         requests = agent_requests(server)
     assert lines[-1]["type"] == "done"
     assert len(requests) == FILES + 1
@@ -132,7 +133,7 @@ def test_reported_usage_corrects_a_model_without_a_tokenizer(tmp_path: Path, rep
         for _ in range(3 * FILES):
             server.enqueue_function(reply)
         env = {"LMSTUDIO_ENABLED": "true", "LMSTUDIO_ENDPOINT": server.base_url, "LMSTUDIO_MODEL": "qwen-test"}
-        lines = run_reads(tmp_path, server, env, "--provider", "lmstudio")
+        lines = run_reads(tmp_path, env, "--provider", "lmstudio")
         requests = agent_requests(server)
     assert lines[-1]["type"] == "done"
     compactions = [line for line in lines if line["type"] == "context_compacted"]
@@ -147,3 +148,62 @@ def test_reported_usage_corrects_a_model_without_a_tokenizer(tmp_path: Path, rep
     # request over the trigger at the same request as the real count does.
     assert before <= TRIGGER < uncompacted
     assert all(count_wire(messages, real) <= WINDOW for messages in requests)
+
+
+def anthropic_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(str(block.get("text") or block.get("content") or "") for block in content)
+
+
+def test_anthropic_counts_with_its_count_endpoint_near_the_trigger_only(tmp_path: Path) -> None:
+    """A Claude model is estimated by characters ÷ 4; near the trigger the count endpoint (here: the real count of
+    the loopback's tokenizer) decides, a few times in the whole run, and compaction starts at the right request."""
+    real = TiktokenCounter("o200k_base")
+
+    def count(body: dict[str, Any]) -> int:
+        system = "".join(block["text"] for block in body.get("system") or ())
+        return real.count(system) + sum(real.count(anthropic_text(message)) for message in body["messages"])
+
+    issued: list[str] = []
+
+    def with_tools(body: dict[str, Any]) -> int:
+        """What a request costs: its messages, and its tool definitions as the count endpoint was not asked for."""
+        return count(body) + sum(
+            CALL_OVERHEAD
+            + real.count(tool["name"])
+            + real.count(tool.get("description", ""))
+            + real.count(json.dumps(tool["input_schema"], separators=(",", ":"), ensure_ascii=False))
+            for tool in body.get("tools") or ()
+        )
+
+    def reply(body: dict[str, Any]) -> MessageReply:
+        usage = TokenUsage(input_tokens=with_tools(body), output_tokens=5)
+        if anthropic_text(body["messages"][-1]).startswith("Summarise in under"):
+            return MessageReply(text="Summary: the first parts were read.", usage=usage)
+        if len(issued) == FILES:
+            return MessageReply(text="Read them all.", usage=usage)
+        issued.append(f"part{len(issued)}.txt")
+        call = ScriptedCall(call_id=f"toolu_{len(issued)}", name="read_file", arguments={"path": issued[-1]})
+        return MessageReply(calls=(call,), usage=usage)
+
+    with LoopbackAnthropicServer(models=("claude-test",)) as server:
+        server.count_tokens = count
+        for _ in range(3 * FILES):
+            server.enqueue_function(reply)
+        env = {"ANTHROPIC_API_KEY": "sk-ant-loopback", "ANTHROPIC_MODEL": "claude-test"}
+        endpoint = f"anthropic:\n  endpoint: {server.base_url}/v1\n"
+        lines = run_reads(tmp_path, env, "--provider", "anthropic", config_text=endpoint)
+        bodies = [body for body in server.requests if not anthropic_text(body["messages"][-1]).startswith("Summarise")]
+        counted = len(server.count_requests)
+    assert lines[-1]["type"] == "done"
+    assert len(bodies) == FILES + 1
+    assert 1 <= counted <= 3  # near the trigger only: not on each of the 8 rounds
+    assert any(line["type"] == "context_compacted" for line in lines)
+    sizes = [len(body["messages"]) for body in bodies]
+    compacted = next(index for index in range(1, len(sizes)) if sizes[index] != sizes[index - 1] + 2)
+    # Anthropic turns hold a call and its result in two messages, as the agent's history does.
+    newest = {"messages": bodies[compacted]["messages"][-2:]}
+    assert count(bodies[compacted - 1]) <= TRIGGER < count(bodies[compacted - 1]) + count(newest)
+    assert all(count(body) <= WINDOW for body in bodies)
