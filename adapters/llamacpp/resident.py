@@ -28,6 +28,7 @@ import importlib.util
 import itertools
 import json
 import os
+import signal
 import socket
 import stat
 import struct
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ironhive.adapters.llamacpp.frames import FrameError, read_frame, write_frame
+from ironhive.adapters.llamacpp.frames import FrameError, encode_frame, read_frame, write_frame
 
 SERVER_MODULE: Final = "ironhive.adapters.llamacpp.resident_server"
 MAX_SOCKET_PATH: Final = 107
@@ -156,23 +157,29 @@ def acquire(settings: Mapping[str, Any], place: ResidentPlace) -> ResidentWorker
         return None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        sock = _connect(paths.socket)
-        if sock is None:
-            _start(paths, place.idle_seconds)
-            deadline = time.monotonic() + START_SECONDS
-            while sock is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-                sock = _connect(paths.socket)
-        if sock is None:
-            raise ConnectionError("the resident did not start")
-        worker = ResidentWorker(sock, lock, paths)
     except OSError:
-        os.close(lock)  # releases the flock
+        os.close(lock)
         return None
-    if not worker.greet():
-        worker.close()
-        return None
-    return worker
+    # A resident that is just dying (a crash's last moments, or leaving when idle) hangs up: start another, once.
+    for _ in range(2):
+        sock = _connect_or_start(paths, place.idle_seconds)
+        if sock is None:
+            break
+        pid, uid = peer_ids(sock)
+        answer = _greet(sock) if uid == os.getuid() else "foreign"
+        if answer == "ok":
+            return ResidentWorker(sock, lock, paths, pid)
+        sock.close()
+        if answer == "timeout":
+            # A resident that does not greet a run in time is wedged (in native code, say): it would cost every
+            # later run the same wait, so it is ended and the next run starts a fresh one.
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if answer != "gone":
+            break
+        time.sleep(0.05)
+    os.close(lock)  # releases the flock
+    return None
 
 
 def stop_all(directory: Path) -> int:
@@ -200,16 +207,13 @@ class ResidentWorker:
     """This run's connection to a resident: the interface of a child worker (``WorkerProcess``) over a socket.
 
     Args:
-        sock: The connected socket (checked to belong to this user).
+        sock: The connected socket (checked to belong to this user, greeted).
         lock: The descriptor holding ``<key>.use``; closed with the connection.
         paths: The resident's files.
+        pid: The resident's process id.
     """
 
-    def __init__(self, sock: socket.socket, lock: int, paths: ResidentPaths) -> None:
-        pid, uid = peer_ids(sock)
-        if uid != os.getuid():
-            sock.close()
-            raise PermissionError("the resident worker's socket belongs to another user")
+    def __init__(self, sock: socket.socket, lock: int, paths: ResidentPaths, pid: int) -> None:
         self._sock = sock
         self._lock_fd = lock
         self._paths = paths
@@ -261,19 +265,6 @@ class ResidentWorker:
         except (FrameError, OSError, ValueError):
             return None
 
-    def greet(self) -> bool:
-        """Whether the resident answers ``hello`` in time (it may be finishing the previous run's cache write)."""
-        request_id = self.next_id()
-        self._sock.settimeout(HELLO_SECONDS)
-        try:
-            if not self.send({"op": "hello", "id": request_id}):
-                return False
-            reply = self.receive()
-        finally:
-            with contextlib.suppress(OSError):
-                self._sock.settimeout(None)
-        return reply is not None and reply.get("type") == "hello" and reply.get("id") == request_id
-
     def exit_status(self, timeout: float = 5.0) -> int | None:
         """After the connection ended: the resident's exit status as a child's would read (negative: the signal its
         fault handler reported), ``1`` for another exit, ``None`` while it still runs."""
@@ -301,6 +292,36 @@ class ResidentWorker:
         with contextlib.suppress(OSError):
             self._sock.close()
         os.close(self._lock_fd)
+
+
+def _connect_or_start(paths: ResidentPaths, idle_seconds: float) -> socket.socket | None:
+    """A connection to the key's resident, started first when none listens; ``None`` if it did not start in time."""
+    sock = _connect(paths.socket)
+    if sock is None:
+        _start(paths, idle_seconds)
+        deadline = time.monotonic() + START_SECONDS
+        while sock is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            sock = _connect(paths.socket)
+    return sock
+
+
+def _greet(sock: socket.socket) -> str:
+    """``ok`` when the resident answers ``hello`` in time, ``gone`` when it hung up, ``timeout`` when it is silent
+    (it may be finishing the previous run's cache write: the wait is generous)."""
+    sock.settimeout(HELLO_SECONDS)
+    try:
+        sock.sendall(encode_frame({"op": "hello", "id": 0}))
+        with sock.makefile("rb") as stream:
+            reply = read_frame(stream)
+    except TimeoutError:
+        return "timeout"
+    except (FrameError, OSError):
+        return "gone"
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(None)
+    return "ok" if reply is not None and reply.get("type") == "hello" else "gone"
 
 
 def _connect(path: Path) -> socket.socket | None:
@@ -343,8 +364,16 @@ def _running(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    # A leader thread is a zombie while the process's other threads are still exiting (with its files open).
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
         return True
-    return state not in ("Z", "X")
+    for task in tasks:
+        try:
+            state = (task / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False

@@ -62,7 +62,9 @@ class Llama:
 
 
 @pytest.fixture
-def place() -> Iterator[ResidentPlace]:
+def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[ResidentPlace]:
+    # On a busy machine starting Python alone can take seconds: a run would then (rightly) go on without a resident.
+    monkeypatch.setattr("ironhive.adapters.llamacpp.resident.START_SECONDS", 60.0)
     # A short folder of its own (mkdtemp makes it 0700): socket paths must fit 107 bytes.
     directory = Path(tempfile.mkdtemp(prefix="ihr"))
     yield ResidentPlace(directory=directory, idle_seconds=60.0)
@@ -267,3 +269,36 @@ def test_the_resident_keeps_no_api_key_and_no_folder_of_the_run_that_started_it(
         assert os.readlink(f"/proc/{worker.pid}/cwd") == "/"
     finally:
         worker.close()
+
+
+WEDGED = """
+import time
+__version__ = "0.0-wedged"
+class LogitsProcessorList(list):
+    pass
+class Llama:
+    n_batch = 512
+    def __init__(self, **kwargs):
+        self.n_tokens = 0
+    def create_chat_completion(self, **kwargs):
+        time.sleep(3600)  # stuck, as native code can be: no stop reaches it
+        yield {}
+    def close(self):
+        pass
+"""
+
+
+async def test_a_wedged_resident_is_ended_and_the_run_gets_a_worker_of_its_own(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, place: ResidentPlace
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(fake_llama_cpp(tmp_path / "site", WEDGED)))
+    monkeypatch.setattr("ironhive.adapters.llamacpp.resident.HELLO_SECONDS", 1.0)
+    settings = _client(model, tmp_path)._load_settings()
+    stuck = acquire(settings, place)
+    assert stuck is not None
+    assert stuck.send({"op": "load", "id": stuck.next_id(), "settings": settings})
+    assert stuck.send({"op": "generate", "id": stuck.next_id(), "messages": []})
+    stuck.close()  # the run ends; its resident stays stuck in the generation
+
+    assert acquire(settings, place) is None
+    _wait_gone([stuck.pid])
