@@ -13,6 +13,7 @@ import pytest
 
 from ironhive.adapters.tokens.tiktoken_counter import TiktokenCounter
 from ironhive.domain.context.tokens import CALL_OVERHEAD, DEFAULT_COUNTER, LIST_OVERHEAD, MESSAGE_OVERHEAD, TokenCounter
+from tests.e2e.test_startup_imports import modules_at_exit, modules_imported_by
 from tests.support.anthropic_server import LoopbackAnthropicServer, MessageReply, TokenUsage
 from tests.support.cli import run_ironhive
 from tests.support.openai_server import LoopbackOpenAIServer, ScriptedCall, TextReply, ToolCallsReply
@@ -207,3 +208,14 @@ def test_anthropic_counts_with_its_count_endpoint_near_the_trigger_only(tmp_path
     newest = {"messages": bodies[compacted]["messages"][-2:]}
     assert count(bodies[compacted - 1]) <= TRIGGER < count(bodies[compacted - 1]) + count(newest)
     assert all(count(body) <= WINDOW for body in bodies)
+
+
+def test_a_run_that_needs_no_tokenizer_does_not_import_tiktoken(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('{"steps": [{"text": "done"}]}')
+    args = ("--provider", "scripted", "-m", str(script), "-p", "hi", "-o", "json")
+    modules = modules_at_exit(*args, cwd=tmp_path, home=tmp_path, env={})
+    assert "ironhive.domain.context.tokens" in modules  # it counted, by characters ÷ 4
+    assert not {name for name in modules if name == "tiktoken" or name.startswith(("tiktoken.", "tiktoken_ext"))}
+    for flag in ("--help", "--version"):
+        assert "tiktoken" not in modules_imported_by(flag)
