@@ -44,14 +44,15 @@ def render_plain(report: DoctorReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_rich(report: DoctorReport, stream: TextIO) -> None:
-    """Print the report as a rich table on ``stream`` (a terminal)."""
+def render_rich(report: DoctorReport, stream: TextIO, *, color: bool = True) -> None:
+    """Print the report as a rich table on ``stream`` (a terminal); without ``color`` (``NO_COLOR``, ``--plain``) the
+    same layout with no escape sequence."""
     from rich import box
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(file=stream, highlight=False, emoji=False)
+    console = Console(file=stream, highlight=False, emoji=False, color_system="auto" if color else None)
     if report.fixes:
         console.print("[bold]Fixes applied[/bold]")
         for fix in report.fixes:

@@ -59,8 +59,9 @@ def doctor(
         sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
     elif sys.stdout.isatty():
         from ironhive.adapters.diagnostics.render import render_rich
+        from ironhive.cli.render import color_enabled
 
-        render_rich(report, sys.stdout)
+        render_rich(report, sys.stdout, color=color_enabled(sys.stdout))
     else:
         from ironhive.adapters.diagnostics.render import render_plain
 
