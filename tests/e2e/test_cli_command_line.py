@@ -5,9 +5,6 @@ prefix, shell completion scripts, ``--help`` examples, and no escape sequence un
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -16,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from ironhive.adapters.provider_registry import SPECS
-from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
+from tests.support.cli import run_ironhive
+from tests.support.terminal import terminal
 
 ESC = "\x1b"
 TOOL_THEN_ANSWER = {
@@ -46,35 +44,9 @@ def script(tmp_path: Path) -> Path:
 
 def on_terminal(*args: str, cwd: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str]:
     """Run ``ironhive *args`` with stdin, stdout and stderr on a pseudo-terminal; its exit code and all it wrote."""
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [ironhive_executable(), *args],
-        cwd=cwd,
-        env=clean_environment(home, {"TERM": "xterm-256color", "COLUMNS": "100", **env}),
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        start_new_session=True,
-    )
-    os.close(terminal)
-    output = b""
-    try:
-        while True:
-            ready, _, _ = select.select([controller], [], [], 60)
-            assert ready, f"no output; saw {output!r}"
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:  # the terminal closed: every writer is gone
-                break
-            if not chunk:
-                break
-            output += chunk
-        return process.wait(timeout=60), output.decode()
-    finally:
-        os.close(controller)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    with terminal(cwd, *args, home=home, env=env) as term:
+        code = term.wait()
+        return code, term.seen.decode()
 
 
 COLOUR = {"NO_COLOR": ""}
@@ -114,6 +86,7 @@ def test_a_pipe_gets_no_escape_sequence_unless_force_color(tmp_path: Path, work:
         ("-p", "hi", "--provider", "nope"),
         ("--bogus",),
         ("sessions", "list"),
+        ("doctor",),
     ],
 )
 def test_help_errors_and_tables_on_a_terminal_under_no_color_have_no_escape(

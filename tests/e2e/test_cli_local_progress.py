@@ -9,12 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import pty
-import select
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +20,7 @@ from ironhive.ports.chat import ChatMessage, ChatOptions, Role
 from ironhive.providers import local_inference_available
 from tests.adapters.diagnostics.test_local_inference_check import ANSWERS
 from tests.adapters.test_llamacpp_worker import fake_llama_cpp
-from tests.support.cli import clean_environment, ironhive_executable
+from tests.support.terminal import terminal
 
 HELLO = (ChatMessage.of_text(Role.USER, "hi"),)
 SHORT = ChatOptions(temperature=0.0, max_output_tokens=4)
@@ -174,63 +168,9 @@ async def test_a_crash_after_prefill_still_erases_the_line(
 # --- the CLI on a pseudo-terminal, with the bundled model --------------------------------------------------------
 
 
-class Run:
-    """``ironhive`` with stdin and stderr on a pseudo-terminal, stdout on it too or on a pipe."""
-
-    def __init__(self, tmp_path: Path, *args: str, stdout_pipe: bool) -> None:
-        self._controller, terminal = pty.openpty()
-        self.process = subprocess.Popen(
-            [ironhive_executable(), *args],
-            cwd=tmp_path,
-            env=clean_environment(tmp_path, {"TERM": "xterm", "COLUMNS": "100"}),
-            stdin=terminal,
-            stdout=subprocess.PIPE if stdout_pipe else terminal,
-            stderr=terminal,
-            close_fds=True,
-            start_new_session=True,
-        )
-        os.close(terminal)
-        self.seen = b""
-
-    def read_until(self, marker: bytes, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while marker not in self.seen:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"timed out waiting for {marker!r}; saw {self.seen[-800:]!r}"
-            self._read(remaining)
-
-    def finish(self, timeout: float) -> tuple[int, bytes]:
-        """Read the terminal until the process exits; its exit code and what it wrote on a stdout pipe."""
-        try:
-            deadline = time.monotonic() + timeout
-            while self.process.poll() is None and time.monotonic() < deadline:
-                self._read(0.2)
-            code = self.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            while self._read(0.2):
-                pass
-            out = self.process.stdout.read() if self.process.stdout is not None else b""
-            return code, out
-        finally:
-            if self.process.poll() is None:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-            if self.process.stdout is not None:
-                self.process.stdout.close()
-            os.close(self._controller)
-
-    def interrupt(self) -> None:
-        os.killpg(self.process.pid, signal.SIGINT)
-
-    def _read(self, timeout: float) -> bool:
-        if not select.select([self._controller], [], [], timeout)[0]:
-            return False
-        try:
-            chunk = os.read(self._controller, 4096)
-        except OSError:  # the terminal's other end is closed
-            return False
-        self.seen += chunk
-        return bool(chunk)
-
+TERM = {"TERM": "xterm", "NO_COLOR": ""}
+"""A terminal that allows escape sequences (the test environment sets ``NO_COLOR``; under it the line is blanked with
+spaces, see the unit tests); its size, 100 columns, comes from the pseudo-terminal."""
 
 needs_local = pytest.mark.skipif(not local_inference_available(), reason="needs the `local` extra")
 
@@ -238,23 +178,26 @@ needs_local = pytest.mark.skipif(not local_inference_available(), reason="needs 
 @needs_local
 @pytest.mark.local_model
 def test_a_one_shot_run_shows_loading_progress_on_the_terminal_and_erases_it(tmp_path: Path) -> None:
-    run = Run(tmp_path, "-p", "hi", "--provider", "local", stdout_pipe=False)
-    run.read_until("Loading the local model…".encode(), timeout=30)
-    run.interrupt()
-    code, _ = run.finish(timeout=90)
+    with terminal(tmp_path, "-p", "hi", "--provider", "local", home=tmp_path, env=TERM) as run:
+        run.read_until("Loading the local model…".encode(), timeout=30)
+        run.interrupt()
+        code = run.wait(timeout=90)
+        seen = run.seen
 
-    assert code == 130, run.seen[-800:]
-    last_progress = max(run.seen.rfind(text.encode()) for text in ("Loading the local", "Local model", "the prompt"))
-    assert run.seen.rfind(ERASE_LINE.encode()) > last_progress  # the turn ended: the line was erased
+    assert code == 130, seen[-800:]
+    last_progress = max(seen.rfind(text.encode()) for text in ("Loading the local", "Local model", "the prompt"))
+    assert seen.rfind(ERASE_LINE.encode()) > last_progress  # the turn ended: the line was erased
 
 
 @needs_local
 @pytest.mark.local_model
 def test_with_json_output_progress_goes_to_the_terminal_and_stdout_holds_only_json(tmp_path: Path) -> None:
-    run = Run(tmp_path, "-p", "hi", "--provider", "local", "-o", "json", stdout_pipe=True)
-    run.read_until("Loading the local model…".encode(), timeout=30)
-    run.interrupt()
-    code, out = run.finish(timeout=90)
+    args = ("-p", "hi", "--provider", "local", "-o", "json")
+    with terminal(tmp_path, *args, home=tmp_path, env=TERM, stdout_pipe=True) as run:
+        run.read_until("Loading the local model…".encode(), timeout=30)
+        run.interrupt()
+        code = run.wait(timeout=90)
+        out = run.piped_stdout()
 
     assert code == 130
     # The cancelled run's one JSON object, and not a byte of the progress shown meanwhile.

@@ -3,8 +3,6 @@ a terminal stdin never read, a silent open stdin not waited on for ever, and the
 
 from __future__ import annotations
 
-import os
-import pty
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 from tests.e2e.test_warm_daemon import Warm
 from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
 from tests.support.openai_server import LoopbackOpenAIServer
+from tests.support.terminal import terminal
 
 ECHO = ("--provider", "scripted")
 """The scripted provider without a script answers ``You said: <the prompt it got>``."""
@@ -81,22 +80,11 @@ def test_stdin_that_is_not_text_is_a_clear_error(tmp_path: Path, work: Path) -> 
 
 
 def test_a_terminal_stdin_is_never_read(tmp_path: Path, work: Path) -> None:
-    controller, terminal = pty.openpty()
-    try:
-        completed = subprocess.run(
-            [ironhive_executable(), *ECHO, "-p", "hi"],
-            cwd=work,
-            env=clean_environment(tmp_path),
-            stdin=terminal,
-            capture_output=True,
-            text=True,
-            timeout=60,  # a read of the terminal would wait here for ever: nobody types
-            check=False,
-        )
-    finally:
-        os.close(terminal)
-        os.close(controller)
-    assert echoed(completed) == "hi"
+    with terminal(work, *ECHO, "-p", "hi", home=tmp_path, stdout_pipe=True) as term:
+        code = term.wait(timeout=60)  # a read of the terminal would wait here for ever: nobody types
+        out = term.piped_stdout().decode()
+        shown = term.seen.decode(errors="replace")
+    assert echoed(subprocess.CompletedProcess(ECHO, code, out, shown)) == "hi"
 
 
 def test_a_silent_open_stdin_is_waited_for_briefly_then_left_with_a_warning(tmp_path: Path, work: Path) -> None:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import pty
-import select
 import subprocess
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,8 +14,9 @@ from syrupy.assertion import SnapshotAssertion
 from ironhive.adapters.sessions.store import DiskCacheSessionStore
 from ironhive.ports.chat import ChatMessage, Role
 from tests.adapters.sessions.conversation import CountingIds, text_turn, tool_turn
-from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
+from tests.support.cli import run_ironhive
 from tests.support.fakes import FakeClock
+from tests.support.terminal import terminal
 
 UTC_ENV = {"TZ": "UTC"}
 LONG_PROMPT = "Refactor the parser\nso that " + "every token keeps its position; " * 5
@@ -143,46 +140,12 @@ def test_delete_text_needs_a_terminal_or_yes(tmp_path: Path, workspace: Path) ->
     assert (unknown.returncode, unknown.stderr) == (1, f"Error: Session not found: {ids[1]}\n")
 
 
-def read_until(fd: int, marker: bytes, timeout: float = 30.0) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"timed out waiting for {marker!r}; saw {seen[-500:]!r}"
-        if select.select([fd], [], [], remaining)[0]:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
 def delete_on_terminal(home: Path, workspace: Path, session_id: str, answer: bytes) -> tuple[bytes, int]:
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [ironhive_executable(), "sessions", "delete", session_id],
-        cwd=workspace,
-        env=clean_environment(home, UTC_ENV),
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        close_fds=True,
-    )
-    os.close(terminal)
-    try:
-        shown = read_until(controller, b"[y/N] ")
-        os.write(controller, answer)
-        code = process.wait(timeout=30)
-        shown += read_until(controller, b"\n", timeout=5)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(controller)
-    return shown, code
+    with terminal(workspace, "sessions", "delete", session_id, home=home, env=UTC_ENV) as term:
+        term.read_until(b"[y/N] ", timeout=30)
+        term.send(answer)
+        code = term.wait(timeout=30)
+        return term.seen, code
 
 
 @pytest.mark.parametrize(("answer", "kept"), [(b"\n", True), (b"n\n", True), (b"y\n", False)], ids=["enter", "n", "y"])
@@ -200,26 +163,9 @@ def test_delete_on_a_terminal_asks_and_defaults_to_no(
 
 def test_list_on_a_terminal_is_a_rich_table(tmp_path: Path, workspace: Path) -> None:
     ids = asyncio.run(seed(tmp_path, workspace))
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [ironhive_executable(), "sessions", "list"],
-        cwd=workspace,
-        env=clean_environment(tmp_path, {**UTC_ENV, "COLUMNS": "160"}),
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        close_fds=True,
-    )
-    os.close(terminal)
-    try:
-        shown = read_until(controller, ids[0].encode())
-        assert process.wait(timeout=30) == 0
-        shown += read_until(controller, b"\n", timeout=5)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(controller)
+    with terminal(workspace, "sessions", "list", home=tmp_path, env=UTC_ENV, columns=160) as term:
+        assert term.wait(timeout=30) == 0
+        shown = term.seen
     text = shown.decode()
     assert "Sessions" in text
     assert "┃" in text or "│" in text  # box drawing: rich drew the table

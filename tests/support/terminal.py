@@ -77,7 +77,8 @@ class Terminal:
 
     The pty is the child's controlling terminal, so the bytes a user types (Ctrl+C included) mean what they mean on
     a real terminal. ``close`` ends the child and everything it started (other process groups and sessions
-    included), whatever state the test left it in.
+    included), whatever state the test left it in. With ``stdout_pipe`` the child's stdout is a pipe instead (a
+    script capturing the answer while the terminal shows stderr); :meth:`piped_stdout` reads it once it has exited.
     """
 
     def __init__(
@@ -89,6 +90,7 @@ class Terminal:
         rows: int = 24,
         columns: int = 100,
         program: Sequence[str] | None = None,
+        stdout_pipe: bool = False,
     ) -> None:
         self._controller, child = pty.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -100,7 +102,7 @@ class Terminal:
             cwd=cwd,
             env=environment,
             stdin=child,
-            stdout=child,
+            stdout=subprocess.PIPE if stdout_pipe else child,
             stderr=child,
             close_fds=True,
             start_new_session=True,
@@ -205,6 +207,17 @@ class Terminal:
         self.settle(quiet=0.2, timeout=2)
         return code
 
+    def piped_stdout(self) -> bytes:
+        """With ``stdout_pipe``: all the child wrote on stdout (call after :meth:`wait`; a small output only, as the
+        pipe is not read while the child runs)."""
+        assert self.process.stdout is not None, "the child's stdout is the terminal: see seen"
+        return self.process.stdout.read()
+
+    def interrupt(self) -> None:
+        """SIGINT to the child's process group, as ``kill -INT`` would send it (not through the terminal)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGINT)
+
     def close(self) -> None:
         """End the child and everything left in its session, and close the pty (safe to call twice)."""
         if self._closed:
@@ -226,6 +239,8 @@ class Terminal:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
         self.process.wait(timeout=30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
         os.close(self._controller)
 
 
