@@ -14,7 +14,7 @@ from ironhive.domain.context.catalog import context_window
 from ironhive.domain.context.config import CompactionConfig
 from ironhive.domain.context.manager import ContextManager
 from ironhive.domain.context.summarizer import ModelSummarizer
-from ironhive.domain.context.tokens import CalibratedCounter, ProviderTokenCounter, TokenCounter, count_messages
+from ironhive.domain.context.tokens import CalibratedCounter, MessageTokenCache, ProviderTokenCounter, TokenCounter
 from ironhive.domain.failover import ChainedProvider, FailoverChatClient, RetryPolicy
 from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
@@ -166,7 +166,7 @@ def model_stack(
             for index, (choice, chained) in enumerate(zip(choices, clients, strict=True))
         ],
         policy=retry,
-        count_tokens=lambda messages: count_messages(messages, counter),
+        count_tokens=MessageTokenCache(counter).count_all,
         fit=fit,
     )
     if not safeguards.token_budget:

@@ -6,7 +6,7 @@ import math
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol, overload
 
-from ironhive.domain.context.tokens import DEFAULT_COUNTER, TokenCounter, count_messages
+from ironhive.domain.context.tokens import DEFAULT_COUNTER, MessageTokenCache, TokenCounter
 from ironhive.ports.chat import (
     ChatClient,
     ChatMessage,
@@ -44,6 +44,7 @@ class TokenBudgetChatClient:
     _window: int | None
     _threshold: float
     _counter: TokenCounter
+    _tokens: MessageTokenCache
 
     @overload
     def __new__(
@@ -93,6 +94,8 @@ class TokenBudgetChatClient:
         client._window = window
         client._threshold = threshold
         client._counter = counter
+        # A real tokenizer costs more than chars ÷ 4: count each (immutable) message of the history once.
+        client._tokens = MessageTokenCache(counter)
         return client
 
     @property
@@ -118,7 +121,7 @@ class TokenBudgetChatClient:
     def exceeds_budget(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether ``messages`` are over the budget (never, when the window is unknown)."""
         limit = self.token_limit
-        return limit is not None and count_messages(messages, self._counter) > limit
+        return limit is not None and self._tokens.count_all(messages) > limit
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         """Answer through the inner client, or with the notice when the request is over the budget."""
