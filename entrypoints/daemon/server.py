@@ -113,22 +113,21 @@ class Server:
         self.stopping = True
 
     def close_listener(self) -> None:
-        """Stop accepting: remove the socket (if it is still ours) and release the lock for a successor."""
+        """Stop accepting: remove the socket (if it is still ours), release the lock for a successor, end the spare."""
+        if self.listener is not None:
+            self.selector.unregister(self.listener)
+            path = socket_path(self.directory)
+            with contextlib.suppress(OSError):
+                if os.stat(path).st_ino == self.inode:
+                    os.unlink(path)
+            self.listener.close()
+            self.listener = None
+            os.close(self.lock_fd)
+            self.lock_fd = -1
         if self.spare is not None:
             self.selector.unregister(self.spare.pidfd)
             self.spare.discard()
             self.spare = None
-        if self.listener is None:
-            return
-        self.selector.unregister(self.listener)
-        path = socket_path(self.directory)
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_ino == self.inode:
-                os.unlink(path)
-        self.listener.close()
-        self.listener = None
-        os.close(self.lock_fd)
-        self.lock_fd = -1
 
     def serve(self) -> Forked | None:
         """Serve until stopped and every run has ended (``None``), or return the request in a forked child."""
@@ -224,9 +223,10 @@ class Server:
         if message.get("fingerprint") != self.fingerprint or _source_stamps() != self.sources:
             _log(self.directory, "another install asked: exiting for a new server")
             _close_all(fds)
+            self.stopping = True
+            self.close_listener()  # the lock is free before the client, told, starts the successor
             self._reply(connection, {"status": "stale"})
             connection.close()
-            self.stopping = True
             return None
         if message.get("compat") != self.compat:
             _close_all(fds)
