@@ -61,9 +61,11 @@ DROPPED = {
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One finished run: wall seconds, peak RSS in MB, exit code and output."""
+    """One finished run: wall seconds, CPU seconds (user + system) of all its processes, peak RSS in MB, exit code and
+    output."""
 
     seconds: float
+    cpu: float
     rss_mb: float
     returncode: int
     stdout: str
@@ -72,13 +74,16 @@ class Run:
 
 @dataclass(slots=True)
 class Tool:
-    """A command line to run ``RUNS`` times in ``work`` with ``env``; ``ready`` runs once after the warm-up."""
+    """A command line to run ``RUNS`` times in ``work`` with ``env``; ``ready`` runs once after the warm-up;
+    ``outside_cpu`` counts the CPU seconds its processes outside its own tree used so far (ironhive warm: the
+    daemon)."""
 
     name: str
     command: list[str]
     env: dict[str, str]
     work: Path
     ready: Callable[[Tool], str | None] | None = None
+    outside_cpu: Callable[[Tool], float] | None = None
     runs: list[Run] = field(default_factory=list)
     note: str | None = None
 
@@ -102,6 +107,7 @@ def run_once(tool: Tool) -> Run:
     is the largest single process of the run's tree, in KB.
     """
     out, err, rss = tool.work / "stdout.txt", tool.work / "stderr.txt", tool.work / "rss.txt"
+    outside = tool.outside_cpu(tool) if tool.outside_cpu else 0.0
     timer = gnu_time()
     command = [timer, "-f", "%M", "-o", str(rss), *tool.command] if timer else tool.command
     with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -111,12 +117,15 @@ def run_once(tool: Tool) -> Run:
         )
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
+    if tool.outside_cpu:
+        outside = tool.outside_cpu(tool) - outside
     process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
     kilobytes = usage.ru_maxrss
     if timer:  # its last line: a killed child makes it write a "Command terminated by signal" line first
         kilobytes = int(rss.read_text().split()[-1])
     return Run(
         seconds=seconds,
+        cpu=usage.ru_utime + usage.ru_stime + outside,  # the tree's waited processes: GNU time's child, theirs
         rss_mb=kilobytes / 1024,
         returncode=process.returncode,
         stdout=out.read_text(errors="replace"),
@@ -178,6 +187,22 @@ def daemon_status(tool: Tool) -> tuple[int, int] | None:
     return (int(found[1]), int(found[2])) if done.returncode == 0 and found else None
 
 
+def daemon_cpu(tool: Tool) -> float:
+    """CPU seconds the daemon and its reaped children (the forked runs) have used, from ``/proc``; 0 without one.
+
+    A warm run's work is done by a child of the daemon, outside the client's tree; it is reaped (its CPU counted
+    here) before the client learns its exit code. The fork of the next run's process, between runs, counts too.
+    """
+    status = daemon_status(tool)
+    if status is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{status[0]}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
 def process_peak_mb(pid: int) -> float | None:
     """A running process's peak RSS (``VmHWM``) in MB, or ``None`` where ``/proc`` does not say."""
     try:
@@ -221,7 +246,8 @@ def make_tools(
     tools = [Tool("ironhive cold", command, env | ironhive | {"IRONHIVE_DAEMON": "0"}, work)]
     if daemon_exists(root):
         work, env = place("ironhive-warm")
-        tools.append(Tool("ironhive warm", command, env | ironhive | {"IRONHIVE_DAEMON": "1"}, work, wait_for_daemon))
+        warm_env = env | ironhive | {"IRONHIVE_DAEMON": "1"}
+        tools.append(Tool("ironhive warm", command, warm_env, work, wait_for_daemon, outside_cpu=daemon_cpu))
     else:
         notes.append("ironhive warm: skipped, this ironhive has no daemon (`ironhive daemon`)")
 
@@ -303,22 +329,30 @@ def report(tools: list[Tool], notes: list[str]) -> str:
     cold = statistics.median(run.seconds for run in tools[0].runs) if tools[0].runs else float("nan")
     lines = [
         f"one-shot `hi` against a zero-latency loopback model (median of {RUNS} after one warm-up, interleaved)",
-        f"{'tool':<36} {'wall':>9} {'peak RSS':>9} {'vs cold':>8}",
+        f"{'tool':<36} {'wall':>9} {'vs cold':>8} {'CPU':>9} {'vs cold':>8} {'peak RSS':>9}",
     ]
+    cold_cpu = statistics.median(run.cpu for run in tools[0].runs) if tools[0].runs else float("nan")
     medians: dict[str, float] = {}
+    cpus: dict[str, float] = {}
     for tool in tools:
         if not tool.runs or tool.note is not None:
             notes.append(f"{tool.name}: no figures, {tool.note}")
             continue
         wall = statistics.median(run.seconds for run in tool.runs)
         rss = statistics.median(run.rss_mb for run in tool.runs)
-        medians[tool.name] = wall
-        lines.append(f"{tool.name:<36} {wall:7.3f} s {rss:6.0f} MB {wall / cold:7.2f}x")
+        cpu = statistics.median(run.cpu for run in tool.runs)
+        medians[tool.name], cpus[tool.name] = wall, cpu
+        lines.append(
+            f"{tool.name:<36} {wall:7.3f} s {wall / cold:7.2f}x {cpu:7.3f} s {cpu / cold_cpu:7.2f}x {rss:6.0f} MB"
+        )
     if (llm := medians.get("llm -m loopback")) is not None:
-        lines.append(f"goal cold <= llm: cold is {cold / llm:.2f}x llm")
+        llm_cpu = cpus["llm -m loopback"]
+        lines.append(f"goal cold <= llm: cold is {cold / llm:.2f}x llm (CPU: {cold_cpu / llm_cpu:.2f}x)")
     codex = medians.get("Codex exec --json")
     if (warm := medians.get("ironhive warm")) is not None and codex is not None:
-        lines.append(f"goal warm <= 0.5x Codex: warm is {warm / codex:.2f}x Codex")
+        ratio = cpus["ironhive warm"] / cpus["Codex exec --json"]
+        lines.append(f"goal warm <= 0.5x Codex: warm is {warm / codex:.2f}x Codex (CPU: {ratio:.2f}x)")
+    lines.append("CPU: user + system of every process of a run (ironhive warm: the client and the daemon's share)")
     if gnu_time() is None:
         notes.append("peak RSS: no GNU time (/usr/bin/time), so each figure is at least this pytest process's RSS")
     return "\n".join([*lines, *(f"note: {note}" for note in notes)])
