@@ -13,6 +13,7 @@ from acp import PROTOCOL_VERSION, Client, RequestError
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
+    ConfigOptionUpdate,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
@@ -22,11 +23,13 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     RequestPermissionResponse,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     ToolCallUpdate,
 )
 
 from ironhive import __version__
+from ironhive.acp.config_options import MODE_OPTION, MODEL_OPTION
 from ironhive.acp.session import AcpSession, SessionOptions
 from ironhive.acp.updates import Update, prompt_text
 from ironhive.domain.errors import IronHiveError, SessionNotFoundError
@@ -47,7 +50,9 @@ class IronHiveAcpAgent:
         self._options = options
         self._client: Client | None = None
         self._editor_reads = False
+        self._editor_writes = False
         self._sessions: dict[str, AcpSession] = {}
+        self._listings: set[asyncio.Task[None]] = set()
 
     def on_connect(self, conn: Client) -> None:
         """Keep the connection to the editor (updates and permission requests go through it)."""
@@ -58,10 +63,13 @@ class IronHiveAcpAgent:
     ) -> InitializeResponse:
         """What this agent can do: text and embedded text context in prompts, loading stored sessions, MCP servers.
 
-        When the editor can read files (``fs.readTextFile``), ``read_file`` takes its buffers.
+        When the editor can read files (``fs.readTextFile``), ``read_file`` takes its buffers; when it can write them
+        (``fs.writeTextFile``), what ``write_file``/``edit_file`` wrote on disk is also written through it. Its terminal
+        is never used: a command run there would escape ironhive's sandbox and command rules.
         """
         files = client_capabilities.fs if client_capabilities is not None else None
         self._editor_reads = bool(files is not None and files.read_text_file)
+        self._editor_writes = bool(files is not None and files.write_text_file)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -82,7 +90,9 @@ class IronHiveAcpAgent:
     ) -> NewSessionResponse:
         """Open a new ironhive session in ``cwd`` (its id is what ``session/load`` takes back)."""
         session = await self._open(cwd, mcp_servers or (), resume=None)
-        return NewSessionResponse(session_id=session.session_id, modes=session.modes())
+        return NewSessionResponse(
+            session_id=session.session_id, modes=session.modes(), config_options=list(session.config_options())
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Sequence[Any] | None = None, **kwargs: Any
@@ -95,13 +105,34 @@ class IronHiveAcpAgent:
             await old.close()
         session = await self._open(cwd, mcp_servers or (), resume=session_id)
         await session.replay(lambda update: self._send(session.session_id, update))
-        return LoadSessionResponse(modes=session.modes())
+        return LoadSessionResponse(modes=session.modes(), config_options=list(session.config_options()))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         """Switch between ``default`` and ``plan`` (ironhive's planning mode: read-only tools)."""
-        if not self._session(session_id).set_mode(mode_id):
+        session = self._session(session_id)
+        if not session.set_mode(mode_id):
             raise RequestError.invalid_params({"message": f"unknown mode {mode_id!r}; use 'default' or 'plan'"})
+        await self._options_changed(session)  # the mode config option follows
         return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """Set the session's ``mode`` or ``model`` (an offered ``provider/model``: the model of the next turns)."""
+        session = self._session(session_id)
+        if isinstance(value, bool) or config_id not in (MODE_OPTION, MODEL_OPTION):
+            raise RequestError.invalid_params({"message": f"no option {config_id!r} takes {value!r}; use mode, model"})
+        if config_id == MODE_OPTION:
+            if not session.set_mode(value):
+                raise RequestError.invalid_params({"message": f"unknown mode {value!r}; use 'default' or 'plan'"})
+        else:
+            try:
+                await session.set_model(value)
+            except ValueError as error:
+                raise RequestError.invalid_params({"message": str(error)}) from error
+            except IronHiveError as error:
+                raise RequestError(-32603, str(error)) from error
+        return SetSessionConfigOptionResponse(config_options=list(session.config_options()))
 
     async def prompt(self, session_id: str, prompt: Sequence[Any], **kwargs: Any) -> PromptResponse:
         """Run one turn; its text, thoughts, tool calls and plan stream as ``session/update`` notifications."""
@@ -132,6 +163,8 @@ class IronHiveAcpAgent:
 
     async def close(self) -> None:
         """End every session (the editor disconnected)."""
+        for listing in list(self._listings):
+            listing.cancel()
         sessions = list(self._sessions.values())
         self._sessions.clear()
         for session in sessions:
@@ -160,13 +193,32 @@ class IronHiveAcpAgent:
                 resume=resume,
                 extra_tools=editor_tools if servers else None,
                 read_editor=self._read if self._editor_reads else None,
+                write_editor=self._write if self._editor_writes else None,
             )
         except SessionNotFoundError as error:
             raise RequestError.resource_not_found(resume) from error
         except IronHiveError as error:
             raise RequestError(-32603, str(error)) from error
         self._sessions[session.session_id] = session
+        listing = asyncio.create_task(self._list_models(session))
+        self._listings.add(listing)
+        listing.add_done_callback(self._listings.discard)
         return session
+
+    async def _list_models(self, session: AcpSession) -> None:
+        """Ask the configured providers for their models after the session opened (offline, the session keeps its
+        configured models); the editor hears of new ones as a ``config_option_update``."""
+        try:
+            if await session.refresh_models() and self._sessions.get(session.session_id) is session:
+                await self._options_changed(session)
+        except (ConnectionError, OSError, RequestError, IronHiveError) as error:
+            log.info("the models could not be listed: %s", error)
+
+    async def _options_changed(self, session: AcpSession) -> None:
+        await self._send(
+            session.session_id,
+            ConfigOptionUpdate(session_update="config_option_update", config_options=list(session.config_options())),
+        )
 
     async def _send(self, session_id: str, update: Update) -> None:
         if self._client is None:
@@ -178,6 +230,11 @@ class IronHiveAcpAgent:
             raise ConnectionError("no editor is connected")
         answer = await self._client.read_text_file(session_id=session_id, path=path, line=line, limit=limit)
         return answer.content
+
+    async def _write(self, session_id: str, path: str, content: str) -> None:
+        if self._client is None:
+            raise ConnectionError("no editor is connected")
+        await self._client.write_text_file(session_id=session_id, path=path, content=content)
 
     async def _ask(
         self, session_id: str, call: ToolCallUpdate, options: list[PermissionOption]

@@ -5,14 +5,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from acp.schema import PermissionOption, RequestPermissionResponse, SessionMode, SessionModeState, ToolCallUpdate
+from acp.schema import (
+    PermissionOption,
+    RequestPermissionResponse,
+    SessionConfigOptionSelect,
+    SessionMode,
+    SessionModeState,
+    ToolCallUpdate,
+)
 
 from ironhive.acp.approval import AcpApprovalService
+from ironhive.acp.config_options import (
+    ModelValue,
+    find_value,
+    listed_models,
+    merged,
+    mode_option,
+    model_option,
+    offline_models,
+)
 from ironhive.acp.editor_files import editor_reads
+from ironhive.acp.editor_writes import WRITING_TOOLS, FileChange, FileChanges, editor_writes
 from ironhive.acp.updates import (
     TODO_TOOL,
     StopReason,
@@ -23,18 +41,22 @@ from ironhive.acp.updates import (
     plan_update,
     stop_reason,
 )
+from ironhive.adapters.config.schema import IronHiveConfig
 from ironhive.agent_factory import Agent, AgentSettings, open_agent
 from ironhive.configuration import load_configuration
 from ironhive.domain.errors import IronHiveError
 from ironhive.domain.permissions.modes import Mode, ModeTrigger
 from ironhive.domain.sessions import SessionBinding, SessionRequest
-from ironhive.domain.turn import ToolResultChunk, TurnCompleted, TurnRecord
+from ironhive.domain.turn import ToolCallRecord, ToolResultChunk, TurnCompleted, TurnRecord
 from ironhive.ports.tools import Tool
+from ironhive.providers import provider_chain, provider_choice
 
 SendUpdate = Callable[[Update], Awaitable[None]]
 AskSession = Callable[[str, ToolCallUpdate, list[PermissionOption]], Awaitable[RequestPermissionResponse]]
 ReadSession = Callable[[str, str, int | None, int | None], Awaitable[str]]
 """Reads a file from the editor for a session: session id, absolute path, 1-based line, line limit."""
+WriteSession = Callable[[str, str, str], Awaitable[None]]
+"""Writes a file through the editor for a session: session id, absolute path, content."""
 
 DEFAULT_MODE = "default"
 PLAN_MODE = "plan"
@@ -61,17 +83,49 @@ class SessionOptions:
     environ: Mapping[str, str]
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Setup:
+    """What a session keeps to rebuild its agent on another model: settings, configuration, the editor's tools."""
+
+    settings: AgentSettings
+    config: IronHiveConfig
+    tools: tuple[Tool, ...]
+    changes: FileChanges
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Built:
+    """An agent, its session binding and the stack its plugin servers run on."""
+
+    agent: Agent
+    binding: SessionBinding
+    stack: contextlib.AsyncExitStack
+
+
+async def _build(settings: AgentSettings, tools: Sequence[Tool], request: SessionRequest) -> _Built:
+    stack = contextlib.AsyncExitStack()
+    try:
+        agent = await stack.enter_async_context(open_agent(settings, extra_tools=tools))
+        binding = await agent.open_session(request)
+    except BaseException:
+        await stack.aclose()
+        raise
+    return _Built(agent=agent, binding=binding, stack=stack)
+
+
 class AcpSession:
     """An editor session bound to an ironhive session: one turn at a time, cancellable, recorded in the store."""
 
-    def __init__(
-        self, *, agent: Agent, binding: SessionBinding, cwd: Path, stack: contextlib.AsyncExitStack, rounds: int
-    ) -> None:
-        self._agent = agent
-        self._binding = binding
+    def __init__(self, *, built: _Built, cwd: Path, servers: contextlib.AsyncExitStack, setup: _Setup) -> None:
+        self._agent = built.agent
+        self._binding = built.binding
+        self._agent_stack = built.stack
         self._cwd = cwd
-        self._stack = stack
-        self._rounds = rounds
+        self._servers = servers
+        self._setup = setup
+        self._settings = setup.settings
+        self._models = offline_models(((c.name, c.model) for c in setup.settings.providers), setup.config)
+        self._pending: AgentSettings | None = None
         self._turn: asyncio.Task[StopReason] | None = None
 
     @classmethod
@@ -84,6 +138,7 @@ class AcpSession:
         resume: str | None = None,
         extra_tools: Callable[[contextlib.AsyncExitStack], Awaitable[Sequence[Tool]]] | None = None,
         read_editor: ReadSession | None = None,
+        write_editor: WriteSession | None = None,
     ) -> AcpSession:
         """Build the agent for ``cwd`` (its configuration, rules, plugins and session store) and bind its session.
 
@@ -95,6 +150,8 @@ class AcpSession:
             extra_tools: Starts the editor's MCP servers on the stack and returns their tools.
             read_editor: Reads files from the editor (when it offers ``fs.readTextFile``): ``read_file`` sees its
                 unsaved buffers.
+            write_editor: Writes files through the editor (when it offers ``fs.writeTextFile``): what ``write_file``
+                and ``edit_file`` wrote on disk reaches its open buffers.
 
         Raises:
             ConfigurationError: The configuration or a provider cannot be used.
@@ -115,23 +172,37 @@ class AcpSession:
             approval=AcpApprovalService(ask_editor, project),
             initial_mode=Mode.WORKING,
         )
+        reads: Callable[[Sequence[Tool]], Sequence[Tool]] | None = None
         if read_editor is not None:
 
             async def read(path: str, line: int | None, limit: int | None) -> str:
                 return await read_editor(bound[0], path, line, limit)
 
-            settings = dataclasses.replace(settings, adapt_builtin_tools=editor_reads(read, project))
-        stack = contextlib.AsyncExitStack()
+            reads = editor_reads(read, project)
+        write: Callable[[str, str], Awaitable[None]] | None = None
+        if write_editor is not None:
+
+            async def write_through(path: str, content: str) -> None:
+                await write_editor(bound[0], path, content)
+
+            write = write_through
+        changes = FileChanges()
+        writes = editor_writes(changes, write)
+
+        def adapt(tools: Sequence[Tool]) -> Sequence[Tool]:
+            return writes(reads(tools) if reads is not None else tools)
+
+        settings = dataclasses.replace(settings, adapt_builtin_tools=adapt)
+        servers = contextlib.AsyncExitStack()
         try:
-            tools = await extra_tools(stack) if extra_tools is not None else ()
-            agent = await stack.enter_async_context(open_agent(settings, extra_tools=tools))
-            binding = await agent.open_session(SessionRequest(resume=resume))
+            tools = await extra_tools(servers) if extra_tools is not None else ()
+            built = await _build(settings, tools, SessionRequest(resume=resume))
         except BaseException:
-            await stack.aclose()
+            await servers.aclose()
             raise
-        bound.append(binding.session_id)
-        rounds = settings.behavior.maximum_iterations_per_request
-        return cls(agent=agent, binding=binding, cwd=project, stack=stack, rounds=rounds)
+        bound.append(built.binding.session_id)
+        setup = _Setup(settings=settings, config=config, tools=tuple(tools), changes=changes)
+        return cls(built=built, cwd=project, servers=servers, setup=setup)
 
     @property
     def session_id(self) -> str:
@@ -167,6 +238,63 @@ class AcpSession:
             return True
         return False
 
+    @property
+    def model(self) -> ModelValue:
+        """The model of the next turn (a switch asked for during a turn included)."""
+        first = (self._pending or self._settings).providers[0]
+        return ModelValue(first.name, first.model)
+
+    def config_options(self) -> list[SessionConfigOptionSelect]:
+        """The session's config options: its mode and its model."""
+        return [mode_option(MODES, self.mode_id), model_option(self._models, self.model)]
+
+    async def refresh_models(self) -> bool:
+        """Add what the configured providers list to the offered models; whether anything was added."""
+        found = merged(self._models, await listed_models(self._setup.config, home=Path.home()))
+        added = len(found) > len(self._models)
+        self._models = found
+        return added
+
+    async def set_model(self, value: str) -> None:
+        """Use the offered model ``value`` (``provider/model``) from the next turn on (its failover chain after it).
+
+        During a turn the switch waits for the turn's end. The conversation, the mode and the calls approved "always"
+        carry over.
+
+        Raises:
+            ValueError: ``value`` is not an offered model.
+            ConfigurationError: The model cannot be used (the session keeps its model).
+        """
+        chosen = find_value(self._models, value)
+        if chosen is None:
+            raise ValueError(f"{value!r} is not one of this session's models")
+        config = self._setup.config
+        chain = provider_chain(provider_choice(chosen.provider, config, chosen.model), config)
+        settings = dataclasses.replace(self._settings, providers=tuple(chain))
+        if self.busy:
+            self._pending = settings
+        else:
+            await self._switch(settings)
+
+    async def _switch(self, settings: AgentSettings) -> None:
+        self._pending = None
+        built = await _build(settings, self._setup.tools, SessionRequest(session_id=self.session_id))
+        built.agent.loop.reset(self._agent.loop.history)
+        old_gate, new_gate = self._agent.container.slots.approval_gate(), built.agent.container.slots.approval_gate()
+        if old_gate is not None and new_gate is not None:
+            for scope in old_gate.remembered.scopes:
+                new_gate.remembered.remember(scope)
+        mode = self.mode_id
+        old_stack = self._agent_stack
+        self._agent, self._binding, self._agent_stack, self._settings = (
+            built.agent,
+            built.binding,
+            built.stack,
+            settings,
+        )
+        self.set_mode(mode)
+        await old_stack.aclose()
+
     async def replay(self, send: SendUpdate) -> None:
         """Send the stored conversation as updates (``session/load``)."""
         for update in history_updates(self._agent.loop.history, self._cwd):
@@ -183,6 +311,8 @@ class AcpSession:
         Raises:
             IronHiveError: The turn failed (provider, tools).
         """
+        if self._pending is not None:
+            await self._switch(self._pending)
         turn = asyncio.create_task(self._run(text, send))
         self._turn = turn
         try:
@@ -202,9 +332,13 @@ class AcpSession:
     async def _run(self, text: str, send: SendUpdate) -> StopReason:
         finished: TurnRecord | None = None
         ended: set[str] = set()
+        self._setup.changes.clear()
         async for chunk in self._binding.recording(text, self._agent.loop.run_streaming(text)):
-            for update in chunk_updates(chunk, self._cwd):
-                await send(update)
+            if isinstance(chunk, ToolResultChunk) and chunk.record.success is not None:
+                await send(call_finished(chunk.record, self._change_of(chunk.record)))
+            else:
+                for update in chunk_updates(chunk, self._cwd):
+                    await send(update)
             if isinstance(chunk, ToolResultChunk):
                 ended.add(chunk.record.call_id)
                 if chunk.record.name == TODO_TOOL and chunk.record.success:
@@ -216,7 +350,19 @@ class AcpSession:
                 for record in finished.tool_calls:
                     if record.success is not None and record.call_id not in ended:
                         await send(call_finished(record))
-        return "end_turn" if finished is None else stop_reason(finished, self._rounds)
+        rounds = self._settings.behavior.maximum_iterations_per_request
+        return "end_turn" if finished is None else stop_reason(finished, rounds)
+
+    def _change_of(self, record: ToolCallRecord) -> FileChange | None:
+        """The file change a successful ``write_file``/``edit_file`` call made (None for other calls)."""
+        if not record.success or record.name not in WRITING_TOOLS:
+            return None
+        try:
+            arguments = json.loads(record.arguments_text)
+        except ValueError:
+            return None
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        return self._setup.changes.take(record.name, path) if isinstance(path, str) else None
 
     async def close(self) -> None:
         """Stop a running turn, end the session in the store and stop its plugin servers."""
@@ -227,4 +373,7 @@ class AcpSession:
                 await turn
         with contextlib.suppress(IronHiveError, OSError):
             await self._binding.close("completed")
-        await self._stack.aclose()
+        try:
+            await self._agent_stack.aclose()
+        finally:
+            await self._servers.aclose()

@@ -12,6 +12,7 @@ from acp.helpers import (
     start_tool_call,
     text_block,
     tool_content,
+    tool_diff_content,
     update_agent_message_text,
     update_agent_thought_text,
     update_plan,
@@ -22,6 +23,9 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    ConfigOptionUpdate,
+    ContentToolCallContent,
+    FileEditToolCallContent,
     PlanEntry,
     ToolCallLocation,
     ToolCallProgress,
@@ -29,13 +33,22 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from ironhive.acp.editor_writes import FileChange
 from ironhive.adapters.server.events import wire_input
 from ironhive.domain.turn import TextDelta, ThinkingDelta, ToolCallChunk, ToolCallRecord, ToolResultChunk, TurnRecord
 from ironhive.ports.chat import ChatMessage, JsonValue, Role, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-Update = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate
+Update = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+    | ConfigOptionUpdate
+)
 
 TODO_TOOL = "manage_todo"
 _KINDS: Mapping[str, ToolKind] = {
@@ -116,12 +129,18 @@ def call_started(call: ToolCallPart, cwd: Path) -> ToolCallStart:
     )
 
 
-def call_finished(record: ToolCallRecord) -> ToolCallProgress:
-    """The ``tool_call_update`` of a finished call: completed or failed, its output as text content."""
+def call_finished(record: ToolCallRecord, change: FileChange | None = None) -> ToolCallProgress:
+    """The ``tool_call_update`` of a finished call: completed or failed, its output as text content, and the change
+    it made to a file as a diff (editors show it)."""
+    content: list[FileEditToolCallContent | ContentToolCallContent] = []
+    if change is not None:
+        content.append(tool_diff_content(change.path, change.new_text, change.old_text))
+    if record.result:
+        content.append(tool_content(text_block(record.result)))
     return update_tool_call(
         record.call_id,
         status="completed" if record.success else "failed",
-        content=[tool_content(text_block(record.result))] if record.result else None,
+        content=content or None,
         raw_output=record.result,
     )
 

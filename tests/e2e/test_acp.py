@@ -31,6 +31,7 @@ from acp.schema import (
     ToolCallStart,
     ToolCallUpdate,
     UserMessageChunk,
+    WriteTextFileResponse,
 )
 
 from tests.support.cli import clean_environment, ironhive_executable
@@ -51,6 +52,12 @@ class RecordingClient:
     hold: asyncio.Event | None = None  # when set up, permission answers wait for it
     buffers: dict[str, str] = field(default_factory=dict)  # the editor's open buffers, by absolute path
     reads: list[tuple[str, int | None, int | None]] = field(default_factory=list)
+    writes: list[tuple[str, str]] = field(default_factory=list)  # write_text_file calls: path, content
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
+        self.writes.append((path, content))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
 
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
