@@ -30,7 +30,7 @@ from acp.schema import (
 
 from ironhive import __version__
 from ironhive.acp.config_options import MODE_OPTION, MODEL_OPTION
-from ironhive.acp.session import AcpSession, SessionOptions
+from ironhive.acp.session import AcpSession, SessionBusyError, SessionOptions
 from ironhive.acp.updates import Update, prompt_text
 from ironhive.domain.errors import IronHiveError, SessionNotFoundError
 from ironhive.domain.sessions import session_id_problem
@@ -144,6 +144,8 @@ class IronHiveAcpAgent:
             raise RequestError.invalid_params({"message": "the prompt has no text"})
         try:
             reason = await session.prompt(text, lambda update: self._send(session_id, update))
+        except SessionBusyError as error:
+            raise RequestError.invalid_request({"message": str(error)}) from error
         except IronHiveError as error:
             raise RequestError(-32603, str(error)) from error
         return PromptResponse(stop_reason=reason)

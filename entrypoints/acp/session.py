@@ -83,6 +83,10 @@ class SessionOptions:
     environ: Mapping[str, str]
 
 
+class SessionBusyError(IronHiveError):
+    """A prompt came while the session's turn was running."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Setup:
     """What a session keeps to rebuild its agent on another model: settings, configuration, the editor's tools."""
@@ -126,6 +130,7 @@ class AcpSession:
         self._settings = setup.settings
         self._models = offline_models(((c.name, c.model) for c in setup.settings.providers), setup.config)
         self._pending: AgentSettings | None = None
+        self._switching = asyncio.Lock()
         self._turn: asyncio.Task[StopReason] | None = None
 
     @classmethod
@@ -271,12 +276,14 @@ class AcpSession:
         config = self._setup.config
         chain = provider_chain(provider_choice(chosen.provider, config, chosen.model), config)
         settings = dataclasses.replace(self._settings, providers=tuple(chain))
-        if self.busy:
-            self._pending = settings
-        else:
-            await self._switch(settings)
+        async with self._switching:
+            if self.busy:
+                self._pending = settings
+            else:
+                await self._switch(settings)
 
     async def _switch(self, settings: AgentSettings) -> None:
+        """Rebuild the agent on ``settings`` (the caller holds ``_switching``); on failure the old agent stays."""
         self._pending = None
         built = await _build(settings, self._setup.tools, SessionRequest(session_id=self.session_id))
         built.agent.loop.reset(self._agent.loop.history)
@@ -311,10 +318,13 @@ class AcpSession:
         Raises:
             IronHiveError: The turn failed (provider, tools).
         """
-        if self._pending is not None:
-            await self._switch(self._pending)
-        turn = asyncio.create_task(self._run(text, send))
-        self._turn = turn
+        async with self._switching:  # a model switch under way finishes first; none starts until the turn is on
+            if self.busy:
+                raise SessionBusyError("a prompt is already running in this session")
+            if self._pending is not None:
+                await self._switch(self._pending)
+            turn = asyncio.create_task(self._run(text, send))
+            self._turn = turn
         try:
             return await turn
         except asyncio.CancelledError:
