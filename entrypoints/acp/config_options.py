@@ -92,13 +92,16 @@ def offline_models(chain: Iterable[tuple[str, str]], config: IronHiveConfig) -> 
         config: The merged configuration.
     """
     from ironhive.adapters.provider_registry import SPECS
+    from ironhive.domain.errors import ConfigurationError
 
     configured = []
     for spec in SPECS:
-        if spec.listed and spec.is_configured(config):
-            default = spec.default_model(config)
-            if default:
-                configured.append(ModelValue(spec.name, default))
+        try:
+            default = spec.default_model(config) if spec.listed and spec.is_configured(config) else None
+        except ConfigurationError:  # a provider set up wrongly is left out; the session's own chain still stands
+            continue
+        if default:
+            configured.append(ModelValue(spec.name, default))
     return merged((ModelValue(name, model) for name, model in chain if model), configured)
 
 
@@ -114,9 +117,13 @@ async def listed_models(config: IronHiveConfig, *, home: Path) -> list[ModelValu
         if not (spec.listed and spec.is_configured(config)):
             continue
         try:
-            lister = spec.model_lister(config, home=home, timeout=LIST_TIMEOUT_SECONDS)
+            default = spec.default_model(config)
         except ConfigurationError:
+            continue
+        try:
+            lister = spec.model_lister(config, home=home, timeout=LIST_TIMEOUT_SECONDS)
+        except ConfigurationError:  # as ironhive models: the built-in catalog's entries and the configured model
             lister = None
-        requests.append(ListingRequest(provider=spec.name, lister=lister, default_model=spec.default_model(config)))
+        requests.append(ListingRequest(provider=spec.name, lister=lister, default_model=default))
     listings = await list_models(requests)
     return [ModelValue(model.provider, model.model_id) for listing in listings for model in listing.models]
