@@ -14,7 +14,13 @@ from ironhive.domain.context.catalog import context_window
 from ironhive.domain.context.config import CompactionConfig
 from ironhive.domain.context.manager import ContextManager
 from ironhive.domain.context.summarizer import ModelSummarizer
-from ironhive.domain.context.tokens import CalibratedCounter, MessageTokenCache, ProviderTokenCounter, TokenCounter
+from ironhive.domain.context.tokens import (
+    CalibratedCounter,
+    MessageTokenCache,
+    ProviderTokenCounter,
+    TokenCounter,
+    window_check_count,
+)
 from ironhive.domain.failover import ChainedProvider, FailoverChatClient, RetryPolicy
 from ironhive.domain.invocation.gate import ApprovalGateMiddleware
 from ironhive.domain.invocation.guards import (
@@ -156,17 +162,19 @@ def model_stack(
     async def fit(messages: Sequence[ChatMessage], limit: int) -> Sequence[ChatMessage]:
         return (await fitter.with_window(limit).prepare(messages)).messages
 
+    providers = [
+        ChainedProvider(
+            name=choice.name,
+            client=chained,
+            window=window if index == 0 else context_window(choice.model, client=chained),
+        )
+        for index, (choice, chained) in enumerate(zip(choices, clients, strict=True))
+    ]
+    windows = [provider.window for provider in providers if provider.window is not None]
     client = FailoverChatClient(
-        [
-            ChainedProvider(
-                name=choice.name,
-                client=chained,
-                window=window if index == 0 else context_window(choice.model, client=chained),
-            )
-            for index, (choice, chained) in enumerate(zip(choices, clients, strict=True))
-        ],
+        providers,
         policy=retry,
-        count_tokens=MessageTokenCache(counter).count_all,
+        count_tokens=window_check_count(MessageTokenCache(counter), min(windows, default=None)),
         fit=fit,
     )
     if not safeguards.token_budget:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from ironhive.domain.context.tokens import utf8_bound
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -181,3 +183,8 @@ class TiktokenCounter:
         if encoding is None:
             encoding = self._encoding = load_encoding(self._name)
         return len(encoding.encode_ordinary(text))
+
+    def bound(self, text: str) -> int:
+        """An upper bound of ``count(text)`` with no encoding loaded: the text's UTF-8 length (every token of a
+        byte-level BPE is at least one byte)."""
+        return utf8_bound(text)

@@ -121,7 +121,9 @@ class TokenBudgetChatClient:
     def exceeds_budget(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether ``messages`` are over the budget (never, when the window is unknown)."""
         limit = self.token_limit
-        return limit is not None and self._tokens.count_all(messages) > limit
+        if limit is None or self._tokens.bound_all(messages) <= limit:
+            return False  # settled by the cheap bound: nothing counted, no tokenizer loaded
+        return self._tokens.count_all(messages) > limit
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         """Answer through the inner client, or with the notice when the request is over the budget."""

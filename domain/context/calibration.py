@@ -36,9 +36,15 @@ class UsageCalibratingChatClient:
         # The correction is learned for the messages, the part compaction counts: the tool definitions (as much as
         # a few thousand tokens of English JSON, which every estimate counts well) are taken off the report as
         # estimated, or they would dilute the ratio of, say, a CJK conversation towards 1.
+        # The request is counted only when the factor is next needed: a run whose every decision the cheap bounds
+        # settle never loads the tokenizer just to learn.
         if usage is not None and usage.input_tokens is not None:
-            tools = count_tools(options.tools or (), self._counter.base)
-            self._counter.calibration.observe(self._tokens.count_all(messages), usage.input_tokens - tools)
+            reported, sent, specs = usage.input_tokens, tuple(messages), tuple(options.tools or ())
+
+            def observation() -> tuple[int, int]:
+                return self._tokens.count_all(sent), reported - count_tools(specs, self._counter.base)
+
+            self._counter.calibration.observe_later(observation)
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         """Answer through the inner client and learn from the usage it reports."""

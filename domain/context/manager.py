@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ironhive.domain.context.compaction import HistoryCompactor, Summarizer
@@ -54,21 +54,42 @@ class CompactionReport:
     chars_cut: int = 0
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
 class PreparedContext:
     """A request ready to send.
 
     Attributes:
         messages: The messages to send (a new tuple; the caller's history is untouched).
-        tokens: Their token estimate.
         window: The window they were prepared for (``None`` when unknown).
         report: What compaction did, or ``None`` when the request was not compacted.
     """
 
-    messages: tuple[ChatMessage, ...]
-    tokens: int
-    window: int | None
-    report: CompactionReport | None = None
+    __slots__ = ("_count", "_tokens", "messages", "report", "window")
+
+    def __init__(
+        self,
+        *,
+        messages: tuple[ChatMessage, ...],
+        tokens: int | Callable[[], int],
+        window: int | None,
+        report: CompactionReport | None = None,
+    ) -> None:
+        """Create a prepared request; ``tokens`` may be a function that counts them when first read."""
+        self.messages = messages
+        self.window = window
+        self.report = report
+        self._count = tokens if callable(tokens) else None
+        self._tokens = tokens if isinstance(tokens, int) else None
+
+    @property
+    def tokens(self) -> int:
+        """The messages' token estimate, counted when first read (a request sent whole needs no exact count)."""
+        if self._tokens is None:
+            assert self._count is not None
+            self._tokens = self._count()
+        return self._tokens
+
+    def __repr__(self) -> str:
+        return f"PreparedContext(messages={len(self.messages)}, window={self.window}, report={self.report!r})"
 
 
 class ContextManager:
@@ -206,32 +227,41 @@ class ContextManager:
         prepared = self._transform(history)
         settings = self._config.goal_reminder
         reminder = reminder_message(prepared, settings, requests=requests)
-        reserve = self._tokens.count(reminder) if reminder is not None else 0
         report: CompactionReport | None = None
         if window is not None:
-            prepared, report = await self._compact(prepared, window, reserve, force=force)
+            prepared, report = await self._compact(prepared, window, reminder, force=force)
         reminded = reminder is not None and should_remind(prepared, settings)
         if reminded and reminder is not None:
             prepared.append(reminder)
-        tokens = self._tokens.count_all(prepared)
-        if report is not None:
-            before = report.tokens_before + (reserve if reminded else 0)
-            report = replace(report, tokens_before=before, tokens_after=tokens)
-        return PreparedContext(messages=tuple(prepared), tokens=tokens, window=window, report=report)
+        sent = tuple(prepared)
+        if report is None:
+            return PreparedContext(messages=sent, tokens=lambda: self._tokens.count_all(sent), window=window)
+        tokens = self._tokens.count_all(sent)
+        before = report.tokens_before + (self._tokens.count(reminder) if reminded and reminder is not None else 0)
+        report = replace(report, tokens_before=before, tokens_after=tokens)
+        return PreparedContext(messages=sent, tokens=tokens, window=window, report=report)
 
     async def _compact(
-        self, messages: list[ChatMessage], window: int, reserve: int, *, force: bool
+        self, messages: list[ChatMessage], window: int, reminder: ChatMessage | None, *, force: bool
     ) -> tuple[list[ChatMessage], CompactionReport | None]:
         trigger = trigger_for(self._config, window)
 
         def fires(tokens: int) -> bool:
             # A request over the window is compacted whatever the trigger says (a legacy threshold of 1.0 never fires).
+            # Both rules grow with the tokens, so a bound that does not fire proves that the count would not either.
             return tokens > window or trigger.should_compact(tokens, window)
 
-        if self._check is not None:
-            current = await self._check.current(messages, reserve, fires)
+        tokens, check = self._tokens, self._check
+        if not force:
+            bound = tokens.bound_all(messages)
+            bound = check.upper(bound) if check is not None else bound  # what the provider might count
+            if not fires(bound + (tokens.bound(reminder) if reminder is not None else 0)):
+                return messages, None  # settled without counting: no tokenizer loaded far from the trigger
+        reserve = tokens.count(reminder) if reminder is not None else 0
+        if check is not None:
+            current = await check.current(messages, reserve, fires)
         else:
-            current = self._tokens.count_all(messages)
+            current = tokens.count_all(messages)
         target = max(1, math.floor(window * self._config.target_ratio) - reserve)
         if not (force or fires(current + reserve)):
             return messages, None

@@ -51,6 +51,14 @@ class ProviderCountCheck:
         self.requests_counted = 0
         """How often the provider was asked."""
 
+    def upper(self, tokens: int) -> int:
+        """The most the provider could count for a request estimated (or bounded) at ``tokens``, read without
+        learning pending reports: the decision ``current`` makes is settled when this much does not compact."""
+        calibration = self._calibration
+        settled = calibration.pending == 0 and calibration.learned > 0
+        high = 1 + self._uncertainty if settled else max(calibration.maximum, 1 + self._uncertainty)
+        return math.ceil(tokens * high)
+
     async def current(self, messages: Sequence[ChatMessage], reserve: int, fires: Callable[[int], bool]) -> int:
         """The corrected count of ``messages``, made exact by the provider first when the decision hangs on it.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from ironhive.ports.chat import ChatMessage, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, ToolSpec
@@ -27,6 +27,27 @@ class TokenCounter(Protocol):
 
 
 @runtime_checkable
+class BoundedTokenCounter(TokenCounter, Protocol):
+    """A counter that also knows a cheap upper bound of its counts (no tokenizer loaded, no model consulted)."""
+
+    def bound(self, text: str) -> int:
+        """Return a number never below ``count(text)``."""
+        ...
+
+
+def text_bound(counter: TokenCounter, text: str) -> int:
+    """A cheap upper bound of ``counter.count(text)``: the counter's own bound, else its count (a counter without a
+    bound is taken to be cheap)."""
+    return counter.bound(text) if isinstance(counter, BoundedTokenCounter) else counter.count(text)
+
+
+def utf8_bound(text: str) -> int:
+    """The UTF-8 length of ``text``: a byte-level BPE token is at least one byte, so no such count exceeds it."""
+    # A lone surrogate becomes U+FFFD (three bytes) for the tokenizer, three bytes here too.
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+@runtime_checkable
 class ProviderTokenCounter(Protocol):
     """A provider's own count of a request (Anthropic's and Gemini's count endpoints): exact, but a network call."""
 
@@ -46,6 +67,10 @@ class CharEstimateCounter:
         """Return ``ceil(len(text) / 4)``."""
         return (len(text) + 3) // 4
 
+    def bound(self, text: str) -> int:
+        """The count itself (it is cheap)."""
+        return self.count(text)
+
 
 DEFAULT_COUNTER = CharEstimateCounter()
 
@@ -55,6 +80,11 @@ MAX_FACTOR = 4.0
 """The largest correction: chars ÷ 4 on CJK text undercounts about fourfold, nothing sane more."""
 MIN_SAMPLE_TOKENS = 100
 """Requests estimated below this teach nothing: fixed overheads the estimate cannot see dominate them."""
+MAX_PENDING = 16
+"""Reports kept for a later count at most: the newest of them that is big enough sets the factor anyway."""
+
+Observation = Callable[[], tuple[int, int]]
+"""A report learned from later: returns (uncorrected estimate, reported tokens) when the factor is next needed."""
 
 
 class UsageCalibration:
@@ -63,6 +93,10 @@ class UsageCalibration:
     The last request that was big enough sets the factor (it holds the whole conversation, so it is already the
     average over everything said so far), clamped to ``[minimum, maximum]`` so that one odd report cannot make the
     estimate absurd. Until a report arrives the factor is 1.
+
+    A report can be recorded before its request is counted (``observe_later``): it is counted only when the factor is
+    next read, so a run that never needs an exact count never pays for the tokenizer just to learn. Meanwhile
+    ``bound_scale`` corrects bounds with the largest factor the pending reports could set.
     """
 
     def __init__(
@@ -85,16 +119,29 @@ class UsageCalibration:
         self._min_sample = max(1, min_sample_tokens)
         self._factor = 1.0
         self._observations = 0
+        self._pending: list[Observation] = []
 
     @property
     def factor(self) -> float:
-        """What estimates are multiplied by."""
+        """What estimates are multiplied by (pending reports learned first)."""
+        self._settle()
         return self._factor
 
     @property
     def observations(self) -> int:
-        """How many reports were learned from."""
+        """How many reports were learned from (pending reports learned first)."""
+        self._settle()
         return self._observations
+
+    @property
+    def learned(self) -> int:
+        """How many reports were learned from so far, pending ones not learned."""
+        return self._observations
+
+    @property
+    def pending(self) -> int:
+        """How many reports wait for their request to be counted."""
+        return len(self._pending)
 
     @property
     def minimum(self) -> float:
@@ -113,11 +160,28 @@ class UsageCalibration:
         self._factor = min(self._maximum, max(self._minimum, reported / estimated))
         self._observations += 1
 
+    def observe_later(self, observation: Observation) -> None:
+        """Record a report whose request is counted only when the factor is next needed (see the class)."""
+        self._pending.append(observation)
+        del self._pending[:-MAX_PENDING]
+
+    def _settle(self) -> None:
+        while self._pending:
+            estimated, reported = self._pending.pop(0)()
+            self.observe(estimated, reported)
+
     def scale(self, tokens: int) -> int:
         """Correct an uncorrected estimate (rounded up)."""
-        if self._factor == 1.0:
-            return tokens
-        return math.ceil(tokens * self._factor - 1e-9)
+        return _scaled(tokens, self.factor)
+
+    def bound_scale(self, tokens: int) -> int:
+        """Correct an upper bound so that it stays one: by the factor, or by the largest factor while reports wait
+        (learning them would mean counting their requests)."""
+        return _scaled(tokens, self._maximum if self._pending else self._factor)
+
+
+def _scaled(tokens: int, factor: float) -> int:
+    return tokens if factor == 1.0 else math.ceil(tokens * factor - 1e-9)
 
 
 class CalibratedCounter:
@@ -145,6 +209,10 @@ class CalibratedCounter:
         """Return the corrected count of ``text``."""
         return self._calibration.scale(self._base.count(text))
 
+    def bound(self, text: str) -> int:
+        """Return an upper bound of ``count(text)`` that counts nothing and learns no pending report."""
+        return self._calibration.bound_scale(text_bound(self._base, text))
+
 
 def uncorrected(counter: TokenCounter) -> TokenCounter:
     """The counter under any correction."""
@@ -156,14 +224,28 @@ def correct(counter: TokenCounter, tokens: int) -> int:
     return counter.calibration.scale(tokens) if isinstance(counter, CalibratedCounter) else tokens
 
 
+def correct_bound(counter: TokenCounter, tokens: int) -> int:
+    """Apply ``counter``'s correction (if any) to an uncorrected upper bound, so that it stays an upper bound."""
+    return counter.calibration.bound_scale(tokens) if isinstance(counter, CalibratedCounter) else tokens
+
+
 def count_tools(tools: Iterable[ToolSpec], counter: TokenCounter) -> int:
     """Uncorrected estimate of the tool definitions a request sends: name, description and JSON schema of each."""
+    return _measure_tools(tools, uncorrected(counter).count)
+
+
+def bound_tools(tools: Iterable[ToolSpec], counter: TokenCounter) -> int:
+    """A cheap upper bound of ``count_tools(tools, counter)``."""
     base = uncorrected(counter)
+    return _measure_tools(tools, lambda text: text_bound(base, text))
+
+
+def _measure_tools(tools: Iterable[ToolSpec], measure: Callable[[str], int]) -> int:
     return sum(
         CALL_OVERHEAD
-        + base.count(tool.name)
-        + base.count(tool.description)
-        + base.count(json.dumps(tool.parameters, separators=(",", ":"), ensure_ascii=False, default=_plain))
+        + measure(tool.name)
+        + measure(tool.description)
+        + measure(json.dumps(tool.parameters, separators=(",", ":"), ensure_ascii=False, default=_plain))
         for tool in tools
     )
 
@@ -182,18 +264,18 @@ def count_message(message: ChatMessage, counter: TokenCounter) -> int:
     Returns:
         The message's token estimate.
     """
-    return correct(counter, _count_message(message, uncorrected(counter)))
+    return correct(counter, _measure_message(message, uncorrected(counter).count))
 
 
-def _count_message(message: ChatMessage, counter: TokenCounter) -> int:
+def _measure_message(message: ChatMessage, measure: Callable[[str], int]) -> int:
     total = MESSAGE_OVERHEAD
     for part in message.parts:
         if isinstance(part, TextPart | ThinkingPart):
-            total += counter.count(part.text)
+            total += measure(part.text)
         elif isinstance(part, ToolCallPart):
-            total += CALL_OVERHEAD + counter.count(part.name) + counter.count(part.arguments_text)
+            total += CALL_OVERHEAD + measure(part.name) + measure(part.arguments_text)
         elif isinstance(part, ToolResultPart):
-            total += counter.count(part.result)
+            total += measure(part.result)
     return total
 
 
@@ -215,7 +297,9 @@ class MessageTokenCache:
 
     The agent loop re-sends the same message objects on every call, so counting each one once makes a request's count
     a sum of dictionary lookups. The cache holds a reference to every message it counted, which keeps its ``id`` from
-    being reused by another object while the entry lives; the oldest half is forgotten past ``max_entries``.
+    being reused by another object while the entry lives; the oldest half is forgotten past ``max_entries``. It also
+    answers cheap upper bounds (``bound_all``), which need no tokenizer: a decision that the bound settles never
+    counts exactly.
     """
 
     def __init__(self, counter: TokenCounter = DEFAULT_COUNTER, *, max_entries: int = 65536) -> None:
@@ -224,24 +308,40 @@ class MessageTokenCache:
         self._counter = counter
         self._base = uncorrected(counter)
         self._max_entries = max_entries
-        self._entries: dict[int, tuple[ChatMessage, int]] = {}
+        # message id → (message, uncorrected tokens, whether exact rather than an upper bound)
+        self._entries: dict[int, tuple[ChatMessage, int, bool]] = {}
 
     @property
     def counter(self) -> TokenCounter:
         """The text estimate behind the counts."""
         return self._counter
 
-    def count(self, message: ChatMessage) -> int:
-        """Return the message's token estimate, counting it only the first time (the correction applies each time)."""
-        entry = self._entries.get(id(message))
-        if entry is not None and entry[0] is message:
-            return correct(self._counter, entry[1])
-        tokens = _count_message(message, self._base)
+    def _store(self, message: ChatMessage, tokens: int, exact: bool) -> None:
         if len(self._entries) >= self._max_entries:
             for key in list(self._entries)[: self._max_entries // 2]:
                 del self._entries[key]
-        self._entries[id(message)] = (message, tokens)
-        return correct(self._counter, tokens)
+        self._entries[id(message)] = (message, tokens, exact)
+
+    def _uncorrected(self, message: ChatMessage) -> int:
+        entry = self._entries.get(id(message))
+        if entry is not None and entry[0] is message and entry[2]:
+            return entry[1]
+        tokens = _measure_message(message, self._base.count)
+        self._store(message, tokens, True)
+        return tokens
+
+    def _uncorrected_bound(self, message: ChatMessage) -> int:
+        entry = self._entries.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]  # the exact count, when known, is the best bound
+        base = self._base
+        tokens = _measure_message(message, lambda text: text_bound(base, text))
+        self._store(message, tokens, False)
+        return tokens
+
+    def count(self, message: ChatMessage) -> int:
+        """Return the message's token estimate, counting it only the first time (the correction applies each time)."""
+        return correct(self._counter, self._uncorrected(message))
 
     def count_all(self, messages: Iterable[ChatMessage]) -> int:
         """Return the request estimate of ``messages`` (list overhead included)."""
@@ -250,8 +350,30 @@ class MessageTokenCache:
 
     def count_all_uncorrected(self, messages: Iterable[ChatMessage]) -> int:
         """Return the request estimate of ``messages`` before the session's correction."""
-        total = LIST_OVERHEAD
-        for message in messages:
-            entry = self._entries.get(id(message))
-            total += entry[1] if entry is not None and entry[0] is message else _count_message(message, self._base)
-        return total
+        return LIST_OVERHEAD + sum(self._uncorrected(message) for message in messages)
+
+    def bound(self, message: ChatMessage) -> int:
+        """Return an upper bound of ``count(message)`` that loads no tokenizer (the count itself once known)."""
+        return correct_bound(self._counter, self._uncorrected_bound(message))
+
+    def bound_all(self, messages: Iterable[ChatMessage]) -> int:
+        """Return an upper bound of ``count_all(messages)`` that loads no tokenizer."""
+        bound = self.bound
+        return LIST_OVERHEAD + sum(bound(message) for message in messages)
+
+
+def window_check_count(
+    tokens: MessageTokenCache, smallest_window: int | None
+) -> Callable[[Iterable[ChatMessage]], int]:
+    """A request count for comparing with windows of at least ``smallest_window`` tokens: the cheap bound when it is
+    within ``smallest_window`` (every such comparison then comes out as the exact count's would), else the count."""
+
+    def count(messages: Iterable[ChatMessage]) -> int:
+        request = tuple(messages)
+        if smallest_window is not None:
+            bound = tokens.bound_all(request)
+            if bound <= smallest_window:
+                return bound
+        return tokens.count_all(request)
+
+    return count

@@ -219,3 +219,17 @@ def test_a_run_that_needs_no_tokenizer_does_not_import_tiktoken(tmp_path: Path) 
     assert not {name for name in modules if name == "tiktoken" or name.startswith(("tiktoken.", "tiktoken_ext"))}
     for flag in ("--help", "--version"):
         assert "tiktoken" not in modules_imported_by(flag)
+
+
+def test_a_one_shot_on_an_openai_model_far_below_its_window_loads_no_tokenizer(tmp_path: Path) -> None:
+    """gpt-4o-mini's window is 128k tokens: the cheap bounds (UTF-8 lengths) settle the compaction, budget and
+    failover checks of a few-thousand-token request, and the reported usage is learned only when a count is needed,
+    so tiktoken (and its half second of rank loading) is never imported."""
+    with LoopbackOpenAIServer(models=("gpt-4o-mini",)) as server:
+        server.enqueue_text("Hello.", usage=(2500, 1))
+        env = {"OPENAI_API_KEY": "sk-loopback-test", "OPENAI_MODEL": "gpt-4o-mini", "OPENAI_ENDPOINT": server.base_url}
+        modules = modules_at_exit("-p", "hi", "-o", "json", cwd=tmp_path, home=tmp_path, env=env)
+        (request,) = server.requests
+    assert request["model"] == "gpt-4o-mini" and request["tools"]  # a real agent request, tools and all
+    assert "ironhive.adapters.tokens.selection" in modules  # the OpenAI model's counter was chosen
+    assert not {name for name in modules if name == "tiktoken" or name.startswith(("tiktoken.", "tiktoken_ext"))}

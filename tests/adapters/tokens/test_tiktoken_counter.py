@@ -15,9 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ironhive.adapters.tokens import tiktoken_counter
-from ironhive.adapters.tokens.selection import counter_for, encoding_for_model
+from ironhive.adapters.tokens.selection import ModelTokenCounter, counter_for, encoding_for_model
 from ironhive.adapters.tokens.tiktoken_counter import EncodingDataError, TiktokenCounter, parse_ranks, rank_file_bytes
-from ironhive.domain.context.tokens import DEFAULT_COUNTER, count_messages
+from ironhive.domain.context.tokens import (
+    DEFAULT_COUNTER,
+    CalibratedCounter,
+    MessageTokenCache,
+    count_message,
+    count_messages,
+    text_bound,
+)
 from ironhive.ports.chat import ChatMessage, Role
 
 DATA = Path(tiktoken_counter.__file__).parent / "data"
@@ -61,6 +68,43 @@ def test_counts_equal_tiktokens_for_generated_texts(
     assert TiktokenCounter(encoding).count(text) == len(reference[encoding].encode(text, disallowed_special=()))
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    text=TEXT,
+    encoding=st.sampled_from(["o200k_base", "o200k_harmony", "cl100k_base"]),
+    report=st.none() | st.tuples(st.integers(0, 5000), st.integers(0, 20_000)),
+    settle=st.booleans(),
+)
+def test_the_cheap_bound_is_never_below_the_count(
+    text: str, encoding: str, report: tuple[int, int] | None, settle: bool
+) -> None:
+    counter = TiktokenCounter(encoding)
+    assert counter.bound(text) >= counter.count(text)
+    model = counter_for("openai", "gpt-4o-mini")
+    assert text_bound(model, text) >= model.count(text)
+    calibrated = CalibratedCounter(counter)
+    if report is not None:
+        calibrated.calibration.observe_later(lambda: report)
+    if settle:
+        assert calibrated.calibration.factor > 0  # learned now: the bound scales by it, not by the maximum
+    bound = calibrated.bound(text)
+    assert bound >= calibrated.count(text)
+    assert MessageTokenCache(calibrated).bound(ChatMessage.of_text(Role.USER, text)) >= count_message(
+        ChatMessage.of_text(Role.USER, text), calibrated
+    )
+
+
+def test_choosing_and_bounding_with_an_openai_models_counter_loads_no_encoding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tiktoken_counter, "_loaded", {})
+    counter = counter_for("openai", "gpt-4o-mini")
+    assert text_bound(counter, "上下文 🙂") == len("上下文 🙂".encode())
+    assert tiktoken_counter._loaded == {}
+    counter.count("x")
+    assert set(tiktoken_counter._loaded) == {"o200k_base"}
+
+
 CORPUS = [
     "The context window is measured in tokens, not characters. " * 20,
     "上下文窗口以令牌计算，而不是字符。压缩必须在正确的时刻发生。" * 20,
@@ -100,7 +144,14 @@ def test_messages_count_their_texts_in_tokens_plus_the_overheads() -> None:
 )
 def test_openai_models_count_in_their_encoding(provider: str, model: str, encoding: str) -> None:
     counter = counter_for(provider, model)
-    assert isinstance(counter, TiktokenCounter) and counter.encoding_name == encoding
+    assert isinstance(counter, TiktokenCounter | ModelTokenCounter) and counter.encoding_name == encoding
+    assert counter.count("上下文 windows") == TiktokenCounter(encoding).count("上下文 windows")
+
+
+def test_an_openai_styled_name_the_table_does_not_know_counts_by_characters_elsewhere() -> None:
+    counter = counter_for("ollama", "gpt-neo-unknown")
+    assert isinstance(counter, ModelTokenCounter) and counter.encoding_name is None
+    assert counter.count("x" * 10) == DEFAULT_COUNTER.count("x" * 10)
 
 
 @pytest.mark.parametrize(
