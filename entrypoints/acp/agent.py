@@ -196,6 +196,7 @@ class IronHiveAcpAgent:
                 extra_tools=editor_tools if servers else None,
                 read_editor=self._read if self._editor_reads else None,
                 write_editor=self._write if self._editor_writes else None,
+                notify=self._send,
             )
         except SessionNotFoundError as error:
             raise RequestError.resource_not_found(resume) from error

@@ -31,6 +31,7 @@ OPTIONS: tuple[PermissionOption, ...] = (
 _ONCE_ONLY = tuple(option for option in OPTIONS if option.kind in ("allow_once", "reject_once"))
 
 AskEditor = Callable[[ToolCallUpdate, list[PermissionOption]], Awaitable[RequestPermissionResponse]]
+CallStarted = Callable[[str], Awaitable[None]]
 
 
 def decision_of(
@@ -63,11 +64,13 @@ class AcpApprovalService:
     Args:
         ask: Sends ``session/request_permission`` and returns the editor's answer.
         cwd: The session's working directory (the calls' locations are absolute).
+        started: Told the id of each call the editor allowed (its ``tool_call_update`` turns ``in_progress``).
     """
 
-    def __init__(self, ask: AskEditor, cwd: Path) -> None:
+    def __init__(self, ask: AskEditor, cwd: Path, started: CallStarted | None = None) -> None:
         self._ask = ask
         self._cwd = cwd
+        self._started = started
         self._rejected: set[str] = set()
 
     @property
@@ -97,4 +100,9 @@ class AcpApprovalService:
         decision, remember = decision_of(response, offered)
         if remember and request.scope is not None:
             self._rejected.add(request.scope)
+        if decision.approved and self._started is not None:
+            try:
+                await self._started(request.call_id)
+            except (ConnectionError, OSError, RequestError) as error:
+                log.info("the editor was not told the call started (%s)", error)
         return decision

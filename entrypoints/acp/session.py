@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from acp.helpers import update_tool_call
 from acp.schema import (
     PermissionOption,
     RequestPermissionResponse,
@@ -144,6 +145,7 @@ class AcpSession:
         extra_tools: Callable[[contextlib.AsyncExitStack], Awaitable[Sequence[Tool]]] | None = None,
         read_editor: ReadSession | None = None,
         write_editor: WriteSession | None = None,
+        notify: Callable[[str, Update], Awaitable[None]] | None = None,
     ) -> AcpSession:
         """Build the agent for ``cwd`` (its configuration, rules, plugins and session store) and bind its session.
 
@@ -157,6 +159,8 @@ class AcpSession:
                 unsaved buffers.
             write_editor: Writes files through the editor (when it offers ``fs.writeTextFile``): what ``write_file``
                 and ``edit_file`` wrote on disk reaches its open buffers.
+            notify: Sends an update about this session outside a prompt's stream (a call the editor allowed is
+                ``in_progress``).
 
         Raises:
             ConfigurationError: The configuration or a provider cannot be used.
@@ -168,13 +172,17 @@ class AcpSession:
         async def ask_editor(call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
             return await ask(bound[0], call, options)
 
+        async def started(call_id: str) -> None:
+            if notify is not None:
+                await notify(bound[0], update_tool_call(call_id, status="in_progress"))
+
         config = load_configuration(options.environ, project).config
         settings = AgentSettings.from_config(
             config,
             provider=options.provider,
             model=options.model,
             working_directory=project,
-            approval=AcpApprovalService(ask_editor, project),
+            approval=AcpApprovalService(ask_editor, project, started),
             initial_mode=Mode.WORKING,
         )
         reads: Callable[[Sequence[Tool]], Sequence[Tool]] | None = None

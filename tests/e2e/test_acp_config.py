@@ -147,6 +147,13 @@ async def test_writes_reach_the_editor_as_diffs_and_buffers_only_after_the_disk_
     # the editor gets the file the rules judged and the tool wrote (the link's target, asked about as such)
     assert client.writes == [(target, "A\n"), (target, "B\n"), (outside, "changed\n")]
     assert [call.tool_call_id for call, _ in client.asked] == ["w1", "e1", "h1", "l1"]
+    statuses = [(update.tool_call_id, update.status) for update in client.of(ToolCallProgress)]
+    # each call the editor allowed runs (in_progress) before it ends; the hard link is refused on disk after approval
+    assert statuses == [
+        (call, status)
+        for call, end in (("w1", "completed"), ("e1", "completed"), ("h1", "failed"), ("l1", "completed"))
+        for status in ("in_progress", end)
+    ]
     assert (work / "new.md").read_text() == "B\n"
     ends = {update.tool_call_id: update for update in client.of(ToolCallProgress)}
     diffs = {call: ends[call].content[0] for call in ("w1", "e1")}
@@ -165,7 +172,8 @@ async def test_an_editor_without_file_writes_still_sees_the_diff(work: Path) -> 
     async with editor(work, *args, client=client, capabilities=READS_ONLY) as ed:
         session = await ed.conn.new_session(cwd=str(work), mcp_servers=[])
         assert await prompt(ed, session.session_id, "write") == "end_turn"
-    (end,) = [update for update in client.of(ToolCallProgress) if update.tool_call_id == "w1"]
+    started, end = [update for update in client.of(ToolCallProgress) if update.tool_call_id == "w1"]
+    assert (started.status, end.status) == ("in_progress", "completed")
     diff = end.content[0]
     assert isinstance(diff, FileEditToolCallContent)
     assert (diff.old_text, diff.new_text) == ("before\n", "after\n") and client.writes == []
