@@ -353,7 +353,8 @@ class AgentLoop:
             async for chunk in self._call_model(request, options, result, streaming):
                 yield chunk
             return
-        prepared = await self._context.prepare(request)
+        tools = options.tools or ()  # their definitions take window space too
+        prepared = await self._context.prepare(request, tools=tools)
         if (notice := _compaction_chunk(prepared)) is not None:
             yield notice
         try:
@@ -362,7 +363,7 @@ class AgentLoop:
         except ContextOverflowError as overflow:
             if result.text or result.thinking or result.calls:
                 raise  # output already reached the user: retrying would duplicate it
-            prepared = await self._context.prepare_after_overflow(request, overflow)
+            prepared = await self._context.prepare_after_overflow(request, overflow, tools=tools)
             if (notice := _compaction_chunk(prepared)) is not None:
                 yield notice
             async for chunk in self._call_model(prepared.messages, options, result, streaming):

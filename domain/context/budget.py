@@ -15,6 +15,7 @@ from ironhive.ports.chat import (
     ChatUpdate,
     ContextSizeProvider,
     Role,
+    ToolSpec,
 )
 
 BUDGET_EXHAUSTED_NOTICE = (
@@ -118,16 +119,18 @@ class TokenBudgetChatClient:
         window = self.window
         return None if window is None else math.floor(window * self._threshold)
 
-    def exceeds_budget(self, messages: Sequence[ChatMessage]) -> bool:
-        """Whether ``messages`` are over the budget (never, when the window is unknown)."""
+    def exceeds_budget(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = ()) -> bool:
+        """Whether ``messages`` and the definitions of ``tools`` sent with them are over the budget (never, when the
+        window is unknown)."""
         limit = self.token_limit
-        if limit is None or self._tokens.bound_all(messages) <= limit:
+        tokens = self._tokens
+        if limit is None or tokens.bound_all(messages) + tokens.bound_tools(tools) <= limit:
             return False  # settled by the cheap bound: nothing counted, no tokenizer loaded
-        return self._tokens.count_all(messages) > limit
+        return tokens.count_all(messages) + tokens.count_tools(tools) > limit
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         """Answer through the inner client, or with the notice when the request is over the budget."""
-        if self.exceeds_budget(messages):
+        if self.exceeds_budget(messages, options.tools or ()):
             notice = ChatMessage.of_text(Role.ASSISTANT, BUDGET_EXHAUSTED_NOTICE)
             return ChatResponse(message=notice, finish_reason="length")
         return await self._inner.get_response(messages, options)
@@ -136,7 +139,7 @@ class TokenBudgetChatClient:
         self, messages: Sequence[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatUpdate]:
         """Stream through the inner client, or yield the notice alone when the request is over the budget."""
-        if self.exceeds_budget(messages):
+        if self.exceeds_budget(messages, options.tools or ()):
             yield ChatUpdate(text_delta=BUDGET_EXHAUSTED_NOTICE, finish_reason="length")
             return
         stream = self._inner.get_streaming_response(messages, options)

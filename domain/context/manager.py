@@ -22,7 +22,7 @@ from ironhive.domain.context.tokens import (
 from ironhive.domain.context.tool_results import cut_message_results
 from ironhive.domain.context.triggers import TokenTrigger, trigger_for
 from ironhive.domain.errors import ContextOverflowError
-from ironhive.ports.chat import ChatMessage, Role, ToolCallPart
+from ironhive.ports.chat import ChatMessage, Role, ToolCallPart, ToolSpec
 
 OVERFLOW_LEARNING_RATIO = 0.9
 """Share of an overflowing request's estimate taken as the window when the provider states none (see below)."""
@@ -33,8 +33,9 @@ class CompactionReport:
     """What compaction did to one request.
 
     Attributes:
-        tokens_before: Estimate of the request without compaction (masking and tool-result cuts applied).
-        tokens_after: Estimate of the request sent.
+        tokens_before: Estimate of the request without compaction (masking and tool-result cuts applied), the tool
+            definitions sent with it included.
+        tokens_after: Estimate of the request sent, tool definitions included.
         messages_summarized: Messages a summary stands for.
         messages_dropped: Messages removed from the request.
         summary_used: Whether a summary was inserted.
@@ -181,19 +182,20 @@ class ContextManager:
             cache_entries=self._cache_entries,
         )
 
-    async def prepare(self, messages: Sequence[ChatMessage]) -> PreparedContext:
+    async def prepare(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()) -> PreparedContext:
         """Prepare the request for ``messages``, compacting pre-emptively when the window is known.
 
         Args:
             messages: The whole conversation, system messages included, oldest first.
+            tools: The definitions sent with the request: they take their share of the window.
 
         Returns:
             The messages to send and what compaction did.
         """
-        return await self._prepare(messages, self.effective_window, force=False)
+        return await self._prepare(messages, self.effective_window, tools, force=False)
 
     async def prepare_after_overflow(
-        self, messages: Sequence[ChatMessage], error: ContextOverflowError
+        self, messages: Sequence[ChatMessage], error: ContextOverflowError, *, tools: Sequence[ToolSpec] = ()
     ) -> PreparedContext:
         """Learn the window from an overflow error and prepare ``messages`` again, compacted for it.
 
@@ -205,6 +207,7 @@ class ContextManager:
         Args:
             messages: The conversation whose request overflowed.
             error: The provider's overflow error.
+            tools: The definitions sent with the request.
 
         Returns:
             The compacted request.
@@ -214,14 +217,16 @@ class ContextManager:
         """
         if not self._config.compact_on_overflow:
             raise error
-        sent = await self._prepare(messages, self.effective_window, force=False)
-        learned = math.floor(sent.tokens * OVERFLOW_LEARNING_RATIO)
+        sent = await self._prepare(messages, self.effective_window, tools, force=False)
+        learned = math.floor((sent.tokens + self._tokens.count_tools(tools)) * OVERFLOW_LEARNING_RATIO)
         if error.window is not None:
             learned = min(learned, error.window)
         self._learned = max(1, learned)
-        return await self._prepare(messages, self._learned, force=True)
+        return await self._prepare(messages, self._learned, tools, force=True)
 
-    async def _prepare(self, messages: Sequence[ChatMessage], window: int | None, *, force: bool) -> PreparedContext:
+    async def _prepare(
+        self, messages: Sequence[ChatMessage], window: int | None, tools: Sequence[ToolSpec], *, force: bool
+    ) -> PreparedContext:
         history = drop_injected(messages)
         requests = user_requests(history)
         prepared = self._transform(history)
@@ -229,7 +234,7 @@ class ContextManager:
         reminder = reminder_message(prepared, settings, requests=requests)
         report: CompactionReport | None = None
         if window is not None:
-            prepared, report = await self._compact(prepared, window, reminder, force=force)
+            prepared, report = await self._compact(prepared, window, reminder, tools, force=force)
         reminded = reminder is not None and should_remind(prepared, settings)
         if reminded and reminder is not None:
             prepared.append(reminder)
@@ -238,11 +243,17 @@ class ContextManager:
             return PreparedContext(messages=sent, tokens=lambda: self._tokens.count_all(sent), window=window)
         tokens = self._tokens.count_all(sent)
         before = report.tokens_before + (self._tokens.count(reminder) if reminded and reminder is not None else 0)
-        report = replace(report, tokens_before=before, tokens_after=tokens)
+        report = replace(report, tokens_before=before, tokens_after=tokens + self._tokens.count_tools(tools))
         return PreparedContext(messages=sent, tokens=tokens, window=window, report=report)
 
     async def _compact(
-        self, messages: list[ChatMessage], window: int, reminder: ChatMessage | None, *, force: bool
+        self,
+        messages: list[ChatMessage],
+        window: int,
+        reminder: ChatMessage | None,
+        tools: Sequence[ToolSpec],
+        *,
+        force: bool,
     ) -> tuple[list[ChatMessage], CompactionReport | None]:
         trigger = trigger_for(self._config, window)
 
@@ -255,9 +266,12 @@ class ContextManager:
         if not force:
             bound = tokens.bound_all(messages)
             bound = check.upper(bound) if check is not None else bound  # what the provider might count
-            if not fires(bound + (tokens.bound(reminder) if reminder is not None else 0)):
+            bound += tokens.bound_tools(tools) + (tokens.bound(reminder) if reminder is not None else 0)
+            if not fires(bound):
                 return messages, None  # settled without counting: no tokenizer loaded far from the trigger
-        reserve = tokens.count(reminder) if reminder is not None else 0
+        # The request grows by the reminder and is sent with the tool definitions: both take window space.
+        definitions = tokens.count_tools(tools)
+        reserve = (tokens.count(reminder) if reminder is not None else 0) + definitions
         if check is not None:
             current = await check.current(messages, reserve, fires)
         else:
@@ -272,7 +286,7 @@ class ContextManager:
         if not (result.messages_dropped or fitted.parts_cut or fitted.messages_dropped or result.summary_error):
             return fitted.messages, None
         return fitted.messages, CompactionReport(
-            tokens_before=current,
+            tokens_before=current + definitions,
             tokens_after=0,
             messages_summarized=result.messages_summarized,
             messages_dropped=result.messages_dropped + fitted.messages_dropped,

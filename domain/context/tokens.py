@@ -310,6 +310,8 @@ class MessageTokenCache:
         self._max_entries = max_entries
         # message id → (message, uncorrected tokens, whether exact rather than an upper bound)
         self._entries: dict[int, tuple[ChatMessage, int, bool]] = {}
+        # The last tool definitions measured (a turn offers the same ones every round): specs, bound, count.
+        self._tools: tuple[tuple[ToolSpec, ...], int, int | None] = ((), 0, 0)
 
     @property
     def counter(self) -> TokenCounter:
@@ -360,6 +362,26 @@ class MessageTokenCache:
         """Return an upper bound of ``count_all(messages)`` that loads no tokenizer."""
         bound = self.bound
         return LIST_OVERHEAD + sum(bound(message) for message in messages)
+
+    def _measured_tools(self, tools: Sequence[ToolSpec]) -> tuple[tuple[ToolSpec, ...], int, int | None]:
+        specs = self._tools[0]
+        if len(specs) != len(tools) or any(a is not b for a, b in zip(specs, tools, strict=True)):
+            specs = tuple(tools)
+            self._tools = specs, bound_tools(specs, self._counter), None
+        return self._tools
+
+    def count_tools(self, tools: Sequence[ToolSpec]) -> int:
+        """``count_tools(tools, counter)``, measured once for the same definitions."""
+        specs, bound, count = self._measured_tools(tools)
+        if count is None:
+            count = count_tools(specs, self._counter)
+            self._tools = specs, bound, count
+        return count
+
+    def bound_tools(self, tools: Sequence[ToolSpec]) -> int:
+        """A cheap upper bound of ``count_tools(tools)`` (the count itself once known)."""
+        _, bound, count = self._measured_tools(tools)
+        return bound if count is None else count
 
 
 def window_check_count(

@@ -18,9 +18,10 @@ from tests.support.anthropic_server import LoopbackAnthropicServer, MessageReply
 from tests.support.cli import run_ironhive
 from tests.support.openai_server import LoopbackOpenAIServer, ScriptedCall, TextReply, ToolCallsReply
 
-WINDOW = 4000
-TRIGGER = 3000
-"""The token trigger for a 4000-token window: compact once a request is over window − protected tail / 2."""
+WINDOW = 6000
+TRIGGER = 4500
+"""The token trigger for a 6000-token window: compact once a request (its messages and the ~1,700 tokens of tool
+definitions sent with them) is over window − protected tail / 2."""
 FILES = 7
 CJK = "上下文窗口以令牌计算而不是字符压缩必须在正确的时刻发生否则请求会太大"
 """CJK text: o200k_base counts it at about 0.75 tokens a character, chars ÷ 4 at 0.25."""
@@ -36,6 +37,22 @@ def count_wire_message(message: dict[str, Any], counter: TokenCounter) -> int:
 
 def count_wire(messages: list[dict[str, Any]], counter: TokenCounter) -> int:
     return LIST_OVERHEAD + sum(count_wire_message(message, counter) for message in messages)
+
+
+def count_wire_tools(body: dict[str, Any], counter: TokenCounter) -> int:
+    """The tool definitions of an OpenAI chat request: 10 + name + description + compact JSON schema each."""
+    return sum(
+        CALL_OVERHEAD
+        + counter.count(tool["function"]["name"])
+        + counter.count(tool["function"].get("description", ""))
+        + counter.count(json.dumps(tool["function"]["parameters"], separators=(",", ":"), ensure_ascii=False))
+        for tool in body.get("tools") or ()
+    )
+
+
+def count_request(body: dict[str, Any], counter: TokenCounter) -> int:
+    """What a request takes of the window: its messages and its tool definitions."""
+    return count_wire(body["messages"], counter) + count_wire_tools(body, counter)
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
@@ -66,7 +83,11 @@ def run_reads(tmp_path: Path, env: dict[str, str], *args: str, config_text: str 
         (work / f"part{index}.txt").write_text(f"Part {index}.\n" + CJK * 32 + "\n", encoding="utf-8")
     config = tmp_path / ".ironhive" / "config.yaml"
     config.parent.mkdir()
-    config.write_text(f"compaction:\n  maxContextTokens: {WINDOW}\n  goalReminder:\n    enabled: false\n{config_text}")
+    # No observation masking: each request is the one before plus a round, until one is compacted.
+    config.write_text(
+        f"compaction:\n  maxContextTokens: {WINDOW}\n  enableObservationMasking: false\n"
+        f"  goalReminder:\n    enabled: false\n{config_text}"
+    )
     completed = run_ironhive(
         *args, "-p", "Read part0.txt to part6.txt one by one.", "-o", "jsonl", cwd=work, home=tmp_path, env=env
     )
@@ -74,16 +95,21 @@ def run_reads(tmp_path: Path, env: dict[str, str], *args: str, config_text: str 
     return [json.loads(line) for line in completed.stdout.splitlines()]
 
 
-def agent_requests(server: LoopbackOpenAIServer) -> list[list[dict[str, Any]]]:
-    return [body["messages"] for body in server.requests if not is_summary_request(body)]
+def agent_requests(server: LoopbackOpenAIServer) -> list[dict[str, Any]]:
+    return [body for body in server.requests if not is_summary_request(body)]
 
 
-def first_compacted(requests: list[list[dict[str, Any]]]) -> int:
+def first_compacted(requests: list[dict[str, Any]]) -> int:
     """The first request that does not carry the whole conversation (each round adds a call and its result)."""
     for index in range(1, len(requests)):
-        if len(requests[index]) != len(requests[index - 1]) + 2:
+        if requests[index]["messages"][:-2] != requests[index - 1]["messages"]:
             return index
     raise AssertionError("no request was compacted")
+
+
+def newest_round(body: dict[str, Any], counter: TokenCounter) -> int:
+    """The call and result a request adds to the one before it."""
+    return sum(count_wire_message(message, counter) for message in body["messages"][-2:])
 
 
 def test_an_openai_model_is_compacted_at_the_request_its_tiktoken_count_crosses_the_trigger(tmp_path: Path) -> None:
@@ -99,15 +125,17 @@ def test_an_openai_model_is_compacted_at_the_request_its_tiktoken_count_crosses_
     assert len(requests) == FILES + 1
     assert any(line["type"] == "context_compacted" for line in lines)
     compacted = first_compacted(requests)
-    before = count_wire(requests[compacted - 1], tiktoken)
-    uncompacted = before + sum(count_wire_message(message, tiktoken) for message in requests[compacted][-2:])
+    before = count_request(requests[compacted - 1], tiktoken)
+    uncompacted = before + newest_round(requests[compacted], tiktoken)
     assert before <= TRIGGER < uncompacted  # compacted exactly when the real count crossed the trigger
+    # Without the tool definitions the same request is below the trigger: they take their share of the window.
+    assert uncompacted - count_wire_tools(requests[compacted], tiktoken) <= TRIGGER - 1000
     # By characters ÷ 4 the same request is far below the trigger: the old estimate would have sent it whole.
-    estimate = count_wire(requests[compacted - 1], DEFAULT_COUNTER) + sum(
-        count_wire_message(message, DEFAULT_COUNTER) for message in requests[compacted][-2:]
+    estimate = count_request(requests[compacted - 1], DEFAULT_COUNTER) + newest_round(
+        requests[compacted], DEFAULT_COUNTER
     )
-    assert estimate < TRIGGER / 2
-    assert all(count_wire(messages, tiktoken) <= WINDOW for messages in requests)
+    assert estimate < 0.8 * TRIGGER
+    assert all(count_request(body, tiktoken) <= WINDOW for body in requests)
 
 
 @pytest.mark.parametrize("reported", [True, False])
@@ -118,16 +146,7 @@ def test_reported_usage_corrects_a_model_without_a_tokenizer(tmp_path: Path, rep
     real = TiktokenCounter("o200k_base")  # what this model's (loopback) server counts
 
     def usage(body: dict[str, Any]) -> tuple[int, int] | None:
-        if not reported:
-            return None
-        tools = sum(
-            CALL_OVERHEAD
-            + real.count(tool["function"]["name"])
-            + real.count(tool["function"].get("description", ""))
-            + real.count(json.dumps(tool["function"]["parameters"], separators=(",", ":"), ensure_ascii=False))
-            for tool in body.get("tools") or ()
-        )
-        return count_wire(body["messages"], real) + tools, 5
+        return (count_request(body, real), 5) if reported else None
 
     with LoopbackOpenAIServer(models=("qwen-test",)) as server:
         reply = reader(usage)
@@ -143,12 +162,12 @@ def test_reported_usage_corrects_a_model_without_a_tokenizer(tmp_path: Path, rep
         return
     assert compactions
     compacted = first_compacted(requests)
-    before = count_wire(requests[compacted - 1], real)
-    uncompacted = before + sum(count_wire_message(message, real) for message in requests[compacted][-2:])
+    before = count_request(requests[compacted - 1], real)
+    uncompacted = before + newest_round(requests[compacted], real)
     # The correction learned from the previous response (2.4 here, the English system prompt diluting it) puts the
     # request over the trigger at the same request as the real count does.
     assert before <= TRIGGER < uncompacted
-    assert all(count_wire(messages, real) <= WINDOW for messages in requests)
+    assert all(count_request(body, real) <= WINDOW for body in requests)
 
 
 def anthropic_text(message: dict[str, Any]) -> str:
@@ -206,8 +225,8 @@ def test_anthropic_counts_with_its_count_endpoint_near_the_trigger_only(tmp_path
     compacted = next(index for index in range(1, len(sizes)) if sizes[index] != sizes[index - 1] + 2)
     # Anthropic turns hold a call and its result in two messages, as the agent's history does.
     newest = {"messages": bodies[compacted]["messages"][-2:]}
-    assert count(bodies[compacted - 1]) <= TRIGGER < count(bodies[compacted - 1]) + count(newest)
-    assert all(count(body) <= WINDOW for body in bodies)
+    assert with_tools(bodies[compacted - 1]) <= TRIGGER < with_tools(bodies[compacted - 1]) + count(newest)
+    assert all(with_tools(body) <= WINDOW for body in bodies)
 
 
 def test_a_run_that_needs_no_tokenizer_does_not_import_tiktoken(tmp_path: Path) -> None:

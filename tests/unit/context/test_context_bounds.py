@@ -17,11 +17,13 @@ from ironhive.domain.context.tokens import (
     MessageTokenCache,
     UsageCalibration,
     count_messages,
+    count_tools,
     text_bound,
     utf8_bound,
     window_check_count,
 )
-from ironhive.ports.chat import ChatMessage, ChatOptions, Role, Usage
+from ironhive.domain.errors import ContextOverflowError
+from ironhive.ports.chat import ChatMessage, ChatOptions, JsonValue, Role, ToolSpec, Usage
 
 TEXT = st.text(
     alphabet=st.one_of(st.characters(codec="utf-8"), st.sampled_from(list("上下文窗口の文字한국어🙂 \n{}();="))),
@@ -127,3 +129,31 @@ def test_the_budget_and_the_window_check_count_only_near_their_limit() -> None:
     check = window_check_count(MessageTokenCache(spy), 1000)
     assert check(small) == 207 and spy.counted == []  # the bound, within every window of the chain
     assert check(near) == 807 and spy.counted
+
+
+SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {"path": {"type": "string", "description": "x" * 600}}}
+TOOLS = tuple(ToolSpec(name=f"tool_{index}", description="Reads. " * 30, parameters=SCHEMA) for index in range(8))
+
+
+async def test_the_tool_definitions_take_their_share_of_the_window() -> None:
+    config = CompactionConfig(goal_reminder=GoalReminderConfig(enabled=False))
+    tools = count_tools(TOOLS, DEFAULT_COUNTER)
+    assert 1000 < tools < 2500
+    history = [ChatMessage.of_text(Role.SYSTEM, "You help.")]
+    for turn in range(12):
+        history += [
+            ChatMessage.of_text(Role.USER, f"Turn {turn}: " + "w" * 800),
+            ChatMessage.of_text(Role.ASSISTANT, "ok"),
+        ]
+    messages = count_messages(history, DEFAULT_COUNTER)
+    assert messages <= 3000 < messages + tools  # the trigger of a 4000-token window is 3000 tokens
+    manager = ContextManager(config, window=4000)
+    assert (await manager.prepare(history)).report is None  # the messages alone fit
+    prepared = await manager.prepare(history, tools=TOOLS)
+    assert prepared.report is not None  # with the definitions sent along, the request is over the trigger
+    assert prepared.tokens + tools <= 0.7 * 4000  # compacted to the target, definitions included
+    budget = TokenBudgetChatClient(ScriptedChatClient([]), window=messages + tools - 1, threshold=1.0)
+    assert not budget.exceeds_budget(history) and budget.exceeds_budget(history, TOOLS)
+    overflow = ContextOverflowError("too long", window=None)
+    after = await ContextManager(config).prepare_after_overflow(history, overflow, tools=TOOLS)
+    assert after.tokens + tools <= 0.9 * (messages + tools)  # the learned window counts the definitions too
