@@ -362,11 +362,17 @@ def _close_all(fds: list[int]) -> None:
 
 
 def _source_stamps() -> dict[str, int]:
-    """Modification times of the loaded ironhive modules: an edited source makes the server stale."""
+    """Modification times of the loaded ironhive modules: an edited source makes the server stale.
+
+    Checked on every run request, before the fork: the name is tested first, as reading ``__file__`` from each of the
+    thousands of modules loaded (some with a module ``__getattr__``) cost about as much as the ``stat`` calls.
+    """
     stamps: dict[str, int] = {}
     for name, module in list(sys.modules.items()):
+        if name != "ironhive" and not name.startswith("ironhive."):
+            continue
         path = getattr(module, "__file__", None)
-        if path and (name == "ironhive" or name.startswith("ironhive.")):
+        if path:
             try:
                 stamps[path] = os.stat(path).st_mtime_ns
             except OSError:

@@ -228,3 +228,26 @@ def test_the_config_is_read_through_a_cache_refreshed_after_a_direct_run(tmp_pat
     assert decide({"IRONHIVE_DAEMON": "1"}, home).enabled is True
     config.write_text("daemon:\n  enabled: 1\n")  # not a boolean: off, the run reports the error
     assert refresh(home) == (False, 300.0)
+
+
+def test_source_stamps_cover_loaded_ironhive_modules_only_and_see_an_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    from ironhive.daemon.server import _source_stamps
+
+    ours, theirs = tmp_path / "ours.py", tmp_path / "theirs.py"
+    for path, name in ((ours, "ironhive.edited_for_test"), (theirs, "ironhive_lookalike_for_test")):
+        path.write_text("")
+        module = types.ModuleType(name)
+        module.__file__ = str(path)
+        monkeypatch.setitem(sys.modules, name, module)
+    before = _source_stamps()
+    assert str(ours) in before and str(theirs) not in before
+    loaded = {name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())}
+    assert set(before) == {path for name, path in loaded.items() if path and name.partition(".")[0] == "ironhive"}
+    os.utime(ours, ns=(before[str(ours)] + 10**9, before[str(ours)] + 10**9))  # an edit a second later
+    after = _source_stamps()
+    assert after != before and after[str(ours)] == before[str(ours)] + 10**9
