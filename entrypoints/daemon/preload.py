@@ -10,6 +10,9 @@ import ssl
 PRELOAD = (
     "ironhive.cli.app",
     "ironhive.cli.one_shot",
+    "ironhive.cli.console_settings",
+    "ironhive.cli.prompt_input",
+    "ironhive.daemon.child",
     "ironhive.cli.render",
     "ironhive.cli.early_local",
     "ironhive.cli.config_commands",
