@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +17,12 @@ _SHARED_MODE = 0o666
 """The mode a new file is created with when not private; the umask takes from it as for any new file."""
 
 _ATTEMPTS = 100
+_TEMPORARY_HEX_BYTES = 6
+_TEMPORARY_NAME = re.compile(rf"\..+\.[0-9a-f]{{{2 * _TEMPORARY_HEX_BYTES}}}\.tmp", re.DOTALL)
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path, *, private: bool = False) -> Iterator[BinaryIO]:
+def atomic_writer(path: Path, *, private: bool = False, durable: bool = True) -> Iterator[BinaryIO]:
     """Write ``path`` through a binary stream so that readers see either the old content or the whole new one.
 
     The stream writes a temporary file in the same folder (so the rename stays on one file system). When the block
@@ -32,6 +35,8 @@ def atomic_writer(path: Path, *, private: bool = False) -> Iterator[BinaryIO]:
     Args:
         path: The target file.
         private: Make the file readable and writable by its owner only.
+        durable: fsync the file and the folder. A cache whose entries are checked on reading and rebuilt when
+            damaged leaves it off: readers still never see a half-written file, and the write costs no disk flush.
 
     Yields:
         The stream to write the new content to.
@@ -48,7 +53,8 @@ def atomic_writer(path: Path, *, private: bool = False) -> Iterator[BinaryIO]:
             descriptor = -1  # the stream owns it now
             yield stream
             stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                os.fsync(stream.fileno())
         os.replace(temporary, path)
     except BaseException:
         if descriptor >= 0:
@@ -56,18 +62,24 @@ def atomic_writer(path: Path, *, private: bool = False) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    sync_directory(path.parent)
+    if durable:
+        sync_directory(path.parent)
 
 
-def write_atomically(path: Path, data: bytes | str, *, private: bool = False) -> None:
+def write_atomically(path: Path, data: bytes | str, *, private: bool = False, durable: bool = True) -> None:
     """Replace ``path``'s content with ``data`` (text is written as UTF-8) atomically; see :func:`atomic_writer`.
 
     Raises:
         OSError: The file cannot be written.
     """
     content = data.encode("utf-8") if isinstance(data, str) else data
-    with atomic_writer(path, private=private) as stream:
+    with atomic_writer(path, private=private, durable=durable) as stream:
         stream.write(content)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of this module's temporary files (left behind only by a process killed mid-write)."""
+    return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 def sync_directory(directory: Path) -> None:
@@ -87,7 +99,7 @@ def sync_directory(directory: Path) -> None:
 def _create_temporary(path: Path, mode: int) -> tuple[int, str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     for _ in range(_ATTEMPTS):
-        temporary = str(path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp"))
+        temporary = str(path.with_name(f".{path.name}.{secrets.token_hex(_TEMPORARY_HEX_BYTES)}.tmp"))
         try:
             descriptor = os.open(temporary, flags, mode)
         except FileExistsError:

@@ -23,12 +23,13 @@ import contextlib
 import hashlib
 import os
 import struct
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from ironhive.adapters.atomic_files import atomic_writer, is_temporary
 
 DEFAULT_MAX_BYTES: Final = 512 * 1024 * 1024
 """The default bound of the whole cache."""
@@ -38,7 +39,6 @@ VERSION: Final = 1
 # magic, version, identity digest, token count, state length, checksum
 _HEADER: Final = struct.Struct("<8sH32sIQ32s")
 _SUFFIX: Final = ".state"
-_TEMP_PREFIX: Final = ".tmp-"
 _STALE_TEMP_SECONDS: Final = 600
 
 
@@ -180,17 +180,10 @@ class PrefixStateCache:
         header = _HEADER.pack(MAGIC, VERSION, self._identity, len(tokens), len(state), checksum.digest())
         name = hashlib.sha256(self._identity + token_bytes).hexdigest()[:40] + _SUFFIX
         target = self._folder / name
-        descriptor, temporary = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self._folder)
-        try:
-            with os.fdopen(descriptor, "wb") as file:
-                os.fchmod(file.fileno(), 0o600)
-                file.write(header)
-                file.write(token_bytes)
-                file.write(state)
-            os.replace(temporary, target)
-        except BaseException:
-            _unlink(Path(temporary))
-            raise
+        with atomic_writer(target, private=True, durable=False) as file:  # a damaged entry is found and rebuilt
+            file.write(header)
+            file.write(token_bytes)
+            file.write(state)
         self._drop_superseded(target, token_bytes)
         self.evict()
         return target
@@ -213,7 +206,7 @@ class PrefixStateCache:
                     stat = path.stat()
                 except OSError:
                     continue
-                if path.name.startswith(_TEMP_PREFIX):
+                if is_temporary(path.name):
                     if now - stat.st_mtime > _STALE_TEMP_SECONDS:
                         _unlink(path)  # left by a run that was killed while writing
                 elif path.name.endswith(_SUFFIX):

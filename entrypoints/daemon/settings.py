@@ -127,10 +127,12 @@ def refresh(home: str) -> tuple[bool | None, float]:
     Returns:
         ``daemon.enabled`` and ``daemon.idleSeconds``.
     """
+    from contextlib import suppress
     from pathlib import Path
 
     from pydantic import ValidationError
 
+    from ironhive.adapters.atomic_files import write_atomically
     from ironhive.adapters.config.files import parse_yaml_mapping
     from ironhive.adapters.config.safe_files import decode_text, read_limited_bytes
     from ironhive.adapters.config.schema import DaemonSection
@@ -151,12 +153,6 @@ def refresh(home: str) -> tuple[bool | None, float]:
     except (ConfigurationError, ValidationError, AttributeError, TypeError):
         enabled, idle = False, DEFAULT_IDLE_SECONDS
     text = f"{content_key(content)}\n{'' if enabled is None else str(enabled).lower()}\n{idle}\n"
-    temporary = f"{cache_path(home)}.{os.getpid()}.tmp"
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="ascii") as stream:
-            stream.write(text)
-        os.replace(temporary, cache_path(home))
-    except OSError:
-        pass
+    with suppress(OSError):  # a cache: the next run reads the configuration again
+        write_atomically(Path(cache_path(home)), text, private=True, durable=False)
     return enabled, idle

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ironhive.adapters.atomic_files import atomic_writer, write_atomically
+from ironhive.adapters.atomic_files import atomic_writer, is_temporary, write_atomically
 
 
 @pytest.fixture
@@ -91,6 +91,24 @@ def test_the_file_is_synced_before_the_rename_and_the_folder_after(
     monkeypatch.setattr(os, "replace", replace)
     write_atomically(target, b"{}")
     assert events == ["fsync file", "rename", "fsync folder"]
+    events.clear()
+    write_atomically(target, b"[]", durable=False)  # a cache: still renamed whole, no disk flush
+    assert (events, target.read_bytes(), leftovers(tmp_path)) == (["rename"], b"[]", [])
+
+
+def test_only_this_modules_temporary_names_count_as_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "entry.state"
+    seen: list[str] = []
+    real_replace = os.replace
+
+    def replace(source: str, destination: Path) -> None:
+        seen.append(Path(source).name)
+        real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", replace)
+    write_atomically(target, b"x")
+    assert is_temporary(seen[0])
+    assert not any(is_temporary(name) for name in ("entry.state", ".entry.state", ".tmp-abc", "a.0123456789ab.tmp"))
 
 
 def test_a_missing_folder_is_an_os_error_and_creates_nothing(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ironhive.adapters.atomic_files import is_temporary
 from ironhive.adapters.llamacpp.client import LlamaCppChatClient
 from ironhive.adapters.llamacpp.prefix_cache import PrefixStateCache, default_cache_dir, identity_digest
 from ironhive.ports.chat import ChatMessage, ChatOptions, Role
@@ -56,6 +57,18 @@ def test_another_identity_sees_nothing(tmp_path: Path) -> None:
     make_cache(root).save([1, 2, 3], b"x")
 
     assert make_cache(root, identity=OTHER).best_match([1, 2, 3]) is None
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_cleared_once_stale(tmp_path: Path) -> None:
+    cache = make_cache(tmp_path / "cache")
+    cache.save(list(range(10)), b"s" * 64)
+    stale = cache.folder / ".entry.state.0123456789ab.tmp"
+    fresh = cache.folder / ".entry.state.ba9876543210.tmp"
+    for path in (stale, fresh):
+        path.write_bytes(b"half")
+    os.utime(stale, (1, 1))
+    cache.evict()
+    assert (stale.exists(), fresh.exists(), len(cache.entries())) == (False, True, 1)
 
 
 def test_a_corrupt_entry_is_detected_and_deleted(tmp_path: Path) -> None:
@@ -167,7 +180,7 @@ def test_concurrent_processes_never_see_a_corrupt_entry(tmp_path: Path) -> None:
         entry = cache.load(path)
         assert entry is not None
         assert entry.state == hashlib.sha256(bytes(entry.tokens)).digest() * 8000
-    assert not [path for path in cache.folder.iterdir() if path.name.startswith(".tmp-")]
+    assert not [path for path in cache.folder.iterdir() if is_temporary(path.name)]
 
 
 # --- the real model ----------------------------------------------------------------------------------------------
