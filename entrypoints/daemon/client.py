@@ -19,7 +19,7 @@ from ironhive.daemon.paths import (
     socket_path,
 )
 from ironhive.daemon.protocol import compatibility_key, install_fingerprint, peer_uid, receive, send
-from ironhive.daemon.settings import NO_DAEMON_FLAG, Decision, decide, refresh
+from ironhive.daemon.settings import ENVIRONMENT_VARIABLE, NO_DAEMON_FLAG, Decision, decide, refresh
 
 # Not typing.TYPE_CHECKING, and _signal rather than signal (which imports enum): the client must stay light.
 TYPE_CHECKING = False
@@ -95,6 +95,8 @@ def run(args: list[str], direct: Callable[[list[str]], int]) -> int:
         The run's exit code.
     """
     args, no_daemon = strip_no_daemon(args)
+    if no_daemon:
+        os.environ[ENVIRONMENT_VARIABLE] = "0"  # the run's resident local-model worker follows the flag too
     if not hasattr(_socket, "SO_PEERCRED") or not hasattr(os, "pidfd_open"):
         return _run_direct(direct, args)  # Linux only: the peer check and the server's child watch need it
     try:

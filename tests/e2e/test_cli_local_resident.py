@@ -30,8 +30,9 @@ def runtime() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def one_shot(home: Path, runtime: Path, daemon: str) -> tuple[str, tuple[int, int, int]]:
+def one_shot(home: Path, runtime: Path, daemon: str, *flags: str) -> tuple[str, tuple[int, int, int]]:
     completed = run_ironhive(
+        *flags,
         "-p",
         "Say hello",
         "-o",
@@ -68,8 +69,11 @@ def test_the_second_run_reuses_the_resident_and_daemon_stop_ends_it(tmp_path: Pa
         time.sleep(0.05)
 
 
-def test_no_resident_where_the_warm_process_is_off(tmp_path: Path, runtime: Path) -> None:
-    log, _ = one_shot(tmp_path, runtime, "0")
+@pytest.mark.parametrize(("daemon", "flags"), [("0", ()), ("1", ("--no-daemon",))], ids=["variable", "flag"])
+def test_no_resident_where_the_warm_process_is_off(
+    tmp_path: Path, runtime: Path, daemon: str, flags: tuple[str, ...]
+) -> None:
+    log, _ = one_shot(tmp_path, runtime, daemon, *flags)
 
     assert RESIDENT_LINE.search(log) is None and "worker" in log
     assert not (runtime / "ironhive").exists()
