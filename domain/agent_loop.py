@@ -61,11 +61,17 @@ class _Round:
     calls: list[ToolCallPart] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: FinishReason | None = None
+    blocks: list[ThinkingPart] = field(default_factory=list)  # closed reasoning blocks with their provider state
+    closed: int = 0  # how many of ``thinking`` the closed blocks cover
+
+    def close_block(self, block: ThinkingPart) -> None:
+        self.blocks.append(block)
+        self.closed = len(self.thinking)
 
     def message(self) -> ChatMessage:
-        parts: list[ContentPart] = []
-        if self.thinking:
-            parts.append(ThinkingPart(text="".join(self.thinking)))
+        parts: list[ContentPart] = [*self.blocks]
+        if open_thinking := self.thinking[self.closed :]:
+            parts.append(ThinkingPart(text="".join(open_thinking)))
         if self.text:
             parts.append(TextPart(text="".join(self.text)))
         parts.extend(self.calls)
@@ -383,6 +389,8 @@ class AgentLoop:
                 if update.thinking_delta:
                     result.thinking.append(update.thinking_delta)
                     yield ThinkingDelta(text=update.thinking_delta)
+                if update.thinking_block is not None:
+                    result.close_block(update.thinking_block)
                 if update.text_delta:
                     result.text.append(update.text_delta)
                     yield TextDelta(text=update.text_delta)
@@ -400,7 +408,9 @@ class AgentLoop:
             for part in response.message.parts:
                 if isinstance(part, ThinkingPart):
                     result.thinking.append(part.text)
-                    yield ThinkingDelta(text=part.text)
+                    result.close_block(part)
+                    if part.text:
+                        yield ThinkingDelta(text=part.text)
                 elif isinstance(part, TextPart):
                     result.text.append(part.text)
                     yield TextDelta(text=part.text)

@@ -29,10 +29,35 @@ class TextPart:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class OpaqueState:
+    """Reasoning state a provider issued with a part, to be sent back only to that provider.
+
+    Anthropic signs thinking blocks (or returns them redacted, encrypted), Gemini attaches thought signatures to parts
+    and function calls, OpenAI's Responses API returns encrypted reasoning items. The state is stored with the session
+    so a resumed conversation sends it back; a client ignores state another provider made (never forwards it).
+
+    Attributes:
+        provider: The canonical name of the provider that issued it (the client's ``provider_name``).
+        data: The state in a form the issuing adapter owns (e.g. a signature, base64 or JSON text); opaque to others.
+        model: The model that produced it, where the provider binds the state to a model.
+    """
+
+    provider: str
+    data: str
+    model: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ThinkingPart:
-    """Reasoning text the model produced apart from its answer."""
+    """Reasoning text the model produced apart from its answer.
+
+    Attributes:
+        text: The readable reasoning (or its summary); empty for a block whose reasoning is only encrypted.
+        opaque: The provider's state for this block (a signature, redacted thinking, an encrypted reasoning item).
+    """
 
     text: str
+    opaque: OpaqueState | None = None
     kind: Literal["thinking"] = "thinking"
 
 
@@ -47,6 +72,7 @@ class ToolCallPart:
         arguments_text: The arguments exactly as the model sent them (JSON text).
         parse_error: Why ``arguments_text`` could not be parsed ("<ErrorType>: <message>"), when it could not.
             Build calls with ``ironhive.domain.tool_calls.make_tool_call`` so every adapter parses alike.
+        opaque: The provider's state for this call (e.g. Gemini's thought signature and wire id).
     """
 
     call_id: str
@@ -54,6 +80,7 @@ class ToolCallPart:
     arguments: Mapping[str, JsonValue] | None
     arguments_text: str = "{}"
     parse_error: str | None = None
+    opaque: OpaqueState | None = None
     kind: Literal["tool_call"] = "tool_call"
 
 
@@ -198,10 +225,16 @@ class FallbackNotice:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ChatUpdate:
-    """One piece of a streamed response. Tool calls arrive complete, never as fragments."""
+    """One piece of a streamed response. Tool calls arrive complete, never as fragments.
+
+    ``thinking_block`` closes a reasoning block: the complete part (its text was streamed before as
+    ``thinking_delta``, or is empty for encrypted reasoning) with the provider's opaque state, which the stored
+    message keeps in place of the text streamed since the previous block closed.
+    """
 
     text_delta: str = ""
     thinking_delta: str = ""
+    thinking_block: ThinkingPart | None = None
     tool_calls: tuple[ToolCallPart, ...] = ()
     usage: Usage | None = None
     finish_reason: FinishReason | None = None

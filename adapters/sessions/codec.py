@@ -12,6 +12,7 @@ from ironhive.ports.chat import (
     ChatMessage,
     ContentPart,
     JsonValue,
+    OpaqueState,
     Role,
     TextPart,
     ThinkingPart,
@@ -34,8 +35,11 @@ def encode_part(part: ContentPart) -> JsonObject:
     match part:
         case TextPart(text=text):
             return {"kind": "text", "text": text}
-        case ThinkingPart(text=text):
-            return {"kind": "thinking", "text": text}
+        case ThinkingPart(text=text, opaque=opaque):
+            thinking: JsonObject = {"kind": "thinking", "text": text}
+            if opaque is not None:
+                thinking["opaque"] = _encode_opaque(opaque)
+            return thinking
         case ToolCallPart():
             encoded: JsonObject = {
                 "kind": "tool_call",
@@ -46,6 +50,8 @@ def encode_part(part: ContentPart) -> JsonObject:
             }
             if part.parse_error is not None:
                 encoded["parse_error"] = part.parse_error
+            if part.opaque is not None:
+                encoded["opaque"] = _encode_opaque(part.opaque)
             return encoded
         case ToolResultPart():
             return {
@@ -69,7 +75,7 @@ def decode_part(data: JsonValue) -> ContentPart:
     if kind == "text":
         return TextPart(text=_string(fields, "text"))
     if kind == "thinking":
-        return ThinkingPart(text=_string(fields, "text"))
+        return ThinkingPart(text=_string(fields, "text"), opaque=_decode_opaque(fields))
     if kind == "tool_call":
         arguments = fields.get("arguments")
         parse_error = fields.get("parse_error")
@@ -79,6 +85,7 @@ def decode_part(data: JsonValue) -> ContentPart:
             arguments=None if arguments is None else _object(arguments, "arguments"),
             arguments_text=_string(fields, "arguments_text"),
             parse_error=parse_error if isinstance(parse_error, str) else None,
+            opaque=_decode_opaque(fields),
         )
     if kind == "tool_result":
         success = fields.get("success")
@@ -154,6 +161,24 @@ def round_trip_time(moment: datetime) -> str:
     utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     # .NET ticks are 100 ns: one more digit than Python's microseconds, always 0 here.
     return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond:06d}0Z"
+
+
+def _encode_opaque(opaque: OpaqueState) -> JsonObject:
+    encoded: JsonObject = {"provider": opaque.provider, "data": opaque.data}
+    if opaque.model is not None:
+        encoded["model"] = opaque.model
+    return encoded
+
+
+def _decode_opaque(fields: JsonObject) -> OpaqueState | None:
+    """A part's provider state; absent in records written before parts carried it."""
+    if (value := fields.get("opaque")) is None:
+        return None
+    opaque = _object(value, "provider state")
+    model = opaque.get("model")
+    if model is not None and not isinstance(model, str):
+        raise SessionDataError("Stored provider state has a non-text 'model'")
+    return OpaqueState(provider=_string(opaque, "provider"), data=_string(opaque, "data"), model=model)
 
 
 def _object(value: JsonValue, what: str) -> JsonObject:

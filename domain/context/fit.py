@@ -168,7 +168,9 @@ def _cut_part(part: ContentPart, keep: int) -> ContentPart:
         return replace(part, result=cut_middle(part.result, keep))
     if isinstance(part, ToolCallPart):
         return _cut_arguments(part, keep)
-    return replace(part, text=cut_middle(part.text, keep))
+    cut = replace(part, text=cut_middle(part.text, keep))
+    # A provider's signature covers the whole reasoning text: a cut block goes back without it.
+    return replace(cut, opaque=None) if isinstance(cut, ThinkingPart) and cut.text != part.text else cut
 
 
 def _cut_arguments(call: ToolCallPart, keep: int) -> ToolCallPart:

@@ -18,7 +18,16 @@ from ironhive.adapters.sessions.codec import (
     round_trip_time,
 )
 from ironhive.domain.errors import IronHiveError
-from ironhive.ports.chat import ChatMessage, JsonValue, Role, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from ironhive.ports.chat import (
+    ChatMessage,
+    JsonValue,
+    OpaqueState,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from tests.adapters.sessions.conversation import tool_turn
 
 
@@ -52,6 +61,30 @@ def test_the_stored_form_is_versioned_snake_case_json() -> None:
     assert "ünïcödé" in encode_turn(tool_turn())  # stored as text, not \u escapes
 
 
+def test_a_record_written_before_parts_carried_provider_state_still_reads() -> None:
+    old = (
+        '{"v":1,"messages":[{"role":"assistant","parts":[{"kind":"thinking","text":"hmm"},'
+        '{"kind":"tool_call","call_id":"c1","name":"ls","arguments":{},"arguments_text":"{}"}]}]}'
+    )
+    (message,) = decode_turn(old)
+    assert message.parts == (
+        ThinkingPart(text="hmm"),
+        ToolCallPart(call_id="c1", name="ls", arguments={}, arguments_text="{}"),
+    )
+
+
+def test_provider_state_is_stored_beside_the_part_only_when_present() -> None:
+    signed = ThinkingPart(text="hmm", opaque=OpaqueState(provider="anthropic", data="sig"))
+    call = ToolCallPart(
+        call_id="c1", name="ls", arguments={}, opaque=OpaqueState(provider="google", data="e30=", model="gemini-3")
+    )
+    document = json.loads(encode_turn((ChatMessage(role=Role.ASSISTANT, parts=(signed, call, TextPart(text="x"))),)))
+    stored = document["messages"][0]["parts"]
+    assert stored[0] == {"kind": "thinking", "text": "hmm", "opaque": {"provider": "anthropic", "data": "sig"}}
+    assert stored[1]["opaque"] == {"provider": "google", "data": "e30=", "model": "gemini-3"}
+    assert "opaque" not in stored[2]
+
+
 def test_an_empty_message_and_an_empty_turn_round_trip() -> None:
     empty = (ChatMessage(role=Role.ASSISTANT, parts=()),)
     assert decode_turn(encode_turn(empty)) == empty
@@ -71,9 +104,13 @@ def test_an_empty_message_and_an_empty_turn_round_trip() -> None:
         '{"v":1,"messages":[{"role":"user","parts":[{"kind":"text"}]}]}',
         '{"v":1,"messages":[{"role":"tool","parts":[{"kind":"tool_result","call_id":"c","name":"n","result":"r",'
         '"success":"yes"}]}]}',
+        '{"v":1,"messages":[{"role":"assistant","parts":[{"kind":"thinking","text":"t","opaque":"sig"}]}]}',
+        '{"v":1,"messages":[{"role":"assistant","parts":[{"kind":"thinking","text":"t","opaque":{"provider":"a"}}]}]}',
+        '{"v":1,"messages":[{"role":"assistant","parts":[{"kind":"thinking","text":"t","opaque":{"provider":"a",'
+        '"data":"d","model":3}}]}]}',
     ],
     ids=["future-version", "no-version", "no-messages", "not-object", "not-json", "bad-role", "bad-kind",
-         "missing-text", "bad-success"],
+         "missing-text", "bad-success", "opaque-not-object", "opaque-no-data", "opaque-bad-model"],
 )  # fmt: skip
 def test_unreadable_data_is_refused_with_a_project_error(text: str) -> None:
     with pytest.raises(SessionDataError) as caught:
@@ -86,9 +123,10 @@ json_values: st.SearchStrategy[JsonValue] = st.recursive(
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3),
     max_leaves=8,
 )
+opaque_states = st.builds(OpaqueState, provider=st.text(), data=st.text(), model=st.none() | st.text())
 parts = st.one_of(
     st.builds(TextPart, text=st.text()),
-    st.builds(ThinkingPart, text=st.text()),
+    st.builds(ThinkingPart, text=st.text(), opaque=st.none() | opaque_states),
     st.builds(
         ToolCallPart,
         call_id=st.text(),
@@ -96,6 +134,7 @@ parts = st.one_of(
         arguments=st.none() | st.dictionaries(st.text(), json_values, max_size=4),
         arguments_text=st.text(),
         parse_error=st.none() | st.text(),
+        opaque=st.none() | opaque_states,
     ),
     st.builds(ToolResultPart, call_id=st.text(), name=st.text(), result=st.text(), success=st.none() | st.booleans()),
 )
