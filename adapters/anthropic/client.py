@@ -8,14 +8,14 @@ from functools import partial
 import anthropic
 
 from ironhive.adapters.anthropic.errors import translate_error
-from ironhive.adapters.anthropic.mapping import MessagesRequest, ThinkingMemory, build_request, to_anthropic_messages
-from ironhive.adapters.anthropic.responses import StreamAccumulator, signed_thinking_of, to_chat_response
+from ironhive.adapters.anthropic.mapping import MessagesRequest, build_request, to_anthropic_messages
+from ironhive.adapters.anthropic.reasoning import PROVIDER as _PROVIDER
+from ironhive.adapters.anthropic.responses import StreamAccumulator, to_chat_response
 from ironhive.adapters.closing import AsyncClosing
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
 
-_PROVIDER = "anthropic"
 # The SDK refuses to send a request without credentials; a keyless proxy at ``base_url`` gets this instead.
 _NO_KEY = "no-key"
 
@@ -29,9 +29,9 @@ class AnthropicChatClient(AsyncClosing):
     """A ``ChatClient`` that talks to Anthropic's Messages API through the anthropic SDK.
 
     The SDK client is built on first use, so constructing this object does no I/O. The SDK's own retries are off:
-    ironhive decides about retrying from the ``ProviderError`` it raises. The signed thinking of a response that made
-    tool calls is remembered so the next request of that tool round can send it back, as the API requires while
-    thinking is on (see ``ironhive.adapters.anthropic.mapping.build_request``).
+    ironhive decides about retrying from the ``ProviderError`` it raises. Signed and redacted thinking arrive as
+    thinking parts carrying Anthropic's state, stored with the session, and go back from there, as the API requires in
+    a tool round while thinking is on (see ``ironhive.adapters.anthropic.mapping.build_request``).
 
     Args:
         api_key: The API key; may be empty only when ``base_url`` points at a server that needs none.
@@ -74,7 +74,6 @@ class AnthropicChatClient(AsyncClosing):
         self._timeout = timeout
         self._id_factory = id_factory or partial(new_call_id, "toolu")
         self._max_output_tokens_default = max_output_tokens_default
-        self._thinking = ThinkingMemory()
         self._sdk: anthropic.AsyncAnthropic | None = None
 
     @property
@@ -99,10 +98,7 @@ class AnthropicChatClient(AsyncClosing):
             message = await self._client().messages.create(**request)
         except anthropic.AnthropicError as exc:
             raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
-        response = to_chat_response(message, self._id_factory)
-        call_ids = [call.call_id for call in response.message.tool_calls]
-        self._thinking.remember(call_ids, signed_thinking_of(message))
-        return response
+        return to_chat_response(message, self._id_factory)
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions
@@ -121,11 +117,7 @@ class AnthropicChatClient(AsyncClosing):
             stream = await self._client().messages.create(**request, stream=True)
             async with stream:
                 async for event in stream:
-                    updates = accumulator.feed(event)
-                    if any(update.tool_calls for update in updates):
-                        # Before yielding: a consumer may stop reading once it has the calls.
-                        self._thinking.remember(accumulator.tool_call_ids, accumulator.signed_thinking)
-                    for update in updates:
+                    for update in accumulator.feed(event):
                         yield update
         except anthropic.AnthropicError as exc:
             raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
@@ -161,7 +153,6 @@ class AnthropicChatClient(AsyncClosing):
             options,
             default_model=self._model,
             default_max_tokens=self._max_output_tokens_default,
-            replay=self._thinking.recall,
         )
 
     def _client(self) -> anthropic.AsyncAnthropic:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Required, TypeAlias, TypedDict
 
@@ -23,6 +22,7 @@ from anthropic.types import (
     UserMessageParam,
 )
 
+from ironhive.adapters.anthropic.reasoning import SignedThinking, block_of
 from ironhive.domain.errors import ConfigurationError
 from ironhive.ports.chat import (
     ChatMessage,
@@ -30,15 +30,12 @@ from ironhive.ports.chat import (
     JsonValue,
     ReasoningEffort,
     Role,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
 )
 
-SignedThinking: TypeAlias = ThinkingBlockParam | RedactedThinkingBlockParam
-"""A thinking block as the API returned it, signature (or encrypted data) intact, ready to be sent back."""
-ThinkingReplay: TypeAlias = Callable[[str], Sequence[SignedThinking]]
-"""Finds the signed thinking that preceded a tool call (by its id); empty when unknown."""
 _Block: TypeAlias = (
     TextBlockParam | ThinkingBlockParam | RedactedThinkingBlockParam | ToolUseBlockParam | ToolResultBlockParam
 )
@@ -104,27 +101,28 @@ def model_traits(model: str) -> ModelTraits:
 
 
 def to_anthropic_messages(
-    messages: Sequence[ChatMessage], *, replay: ThinkingReplay | None = None
+    messages: Sequence[ChatMessage], *, thinking: bool = False
 ) -> tuple[list[TextBlockParam], list[MessageParam]]:
     """Map a conversation onto the ``system`` blocks and the alternating user/assistant ``messages``.
 
     Every system message becomes one system text block (wherever it stood); large ones are cache breakpoints. Tool
     results become ``tool_result`` blocks of a user turn, ahead of any text as the API requires. Consecutive turns of
-    one role are merged. Thinking parts are not sent back: the API accepts only thinking blocks carrying the
-    signature it issued, which ``replay`` supplies (in front of an assistant turn's tool calls) when it has them.
+    one role are merged. Only thinking parts carrying Anthropic's own signature (or redacted data) go back, in
+    front of their assistant turn's text and calls: the API accepts no other thinking, and another provider's state is
+    never forwarded.
 
     Args:
         messages: The conversation, oldest first.
-        replay: Where to find the signed thinking of an earlier tool round; ``None`` sends no thinking at all.
+        thinking: Send the signed thinking blocks (thinking is on); ``False`` sends no thinking at all.
 
     Returns:
         ``(system, messages)`` in the API's shape.
     """
-    system, turns = _map(messages, replay)
+    system, turns = _map(messages, thinking)
     return system, [_message_param(role, blocks) for role, blocks in turns]
 
 
-def _map(messages: Sequence[ChatMessage], replay: ThinkingReplay | None) -> tuple[list[TextBlockParam], list[_Turn]]:
+def _map(messages: Sequence[ChatMessage], thinking: bool) -> tuple[list[TextBlockParam], list[_Turn]]:
     system: list[TextBlockParam] = []
     turns: list[_Turn] = []
     for message in messages:
@@ -134,7 +132,7 @@ def _map(messages: Sequence[ChatMessage], replay: ThinkingReplay | None) -> tupl
             continue
         _append(turns, "user", [_tool_result(result) for result in message.tool_results])
         if message.role is Role.ASSISTANT:
-            _append(turns, "assistant", _assistant_blocks(message, replay))
+            _append(turns, "assistant", _assistant_blocks(message, thinking))
         elif message.role is Role.USER and message.text.strip():
             _append(turns, "user", [{"type": "text", "text": message.text}])
     mark_cache_breakpoints(system)
@@ -169,11 +167,12 @@ def _tool_result(result: ToolResultPart) -> ToolResultBlockParam:
     return block
 
 
-def _assistant_blocks(message: ChatMessage, replay: ThinkingReplay | None) -> list[_Block]:
+def _assistant_blocks(message: ChatMessage, thinking: bool) -> list[_Block]:
     calls = message.tool_calls
     blocks: list[_Block] = []
-    if replay is not None and calls:
-        blocks.extend(replay(calls[0].call_id))
+    if thinking:
+        parts = (part for part in message.parts if isinstance(part, ThinkingPart))
+        blocks.extend(block for part in parts if (block := block_of(part)) is not None)
     if message.text.strip():
         blocks.append({"type": "text", "text": message.text})
     blocks.extend(_tool_use(call) for call in calls)
@@ -231,7 +230,6 @@ def build_request(
     *,
     default_model: str,
     default_max_tokens: int,
-    replay: ThinkingReplay | None = None,
 ) -> MessagesRequest:
     """Build the keyword arguments of one ``messages.create`` call.
 
@@ -239,7 +237,8 @@ def build_request(
     adaptive thinking with ``output_config.effort`` (``model_traits``); ``none`` turns it off. When thinking is on and
     ``max_output_tokens`` is unset, ``max_tokens`` is the default plus the budget, because thinking tokens count
     against it; a set limit is kept and the budget shrunk below it. The API refuses thinking with a forced tool
-    choice, and in a tool round whose assistant turn cannot start with its signed thinking; thinking is left off
+    choice, and in a tool round whose assistant turn cannot start with its signed thinking (a session's thinking
+    parts carry Anthropic's signatures, so a resumed session keeps it on); thinking is left off
     then. ``temperature`` goes out only while thinking is off (the API accepts nothing but 1 with thinking) and only
     to models that still take it; the SDK no longer types it, so it travels in ``extra_body``.
 
@@ -248,7 +247,6 @@ def build_request(
         options: Settings of this call; ``options.model`` overrides ``default_model``.
         default_model: The client's model.
         default_max_tokens: ``max_tokens`` when ``options.max_output_tokens`` is unset (the API requires one).
-        replay: Where to find signed thinking of earlier tool rounds (see ``ThinkingMemory``).
 
     Returns:
         The request, ready to unpack into ``messages.create``.
@@ -264,10 +262,10 @@ def build_request(
     forced = bool(tools) and choice is not None and choice["type"] in ("any", "tool")
     budget = _thinking_budget(effort, options.max_output_tokens) if effort is not None else None
     thinking = effort is not None and not forced and (traits.adaptive_thinking or budget is not None)
-    system, turns = _map(messages, replay if thinking else None)
+    system, turns = _map(messages, thinking)
     if thinking and not _final_assistant_starts_with_thinking(turns):
         thinking = False
-        system, turns = _map(messages, None)
+        system, turns = _map(messages, False)
     max_tokens = options.max_output_tokens or default_max_tokens
     if thinking and effort is not None and options.max_output_tokens is None:
         max_tokens += THINKING_BUDGETS[effort]
@@ -311,35 +309,6 @@ def _final_assistant_starts_with_thinking(turns: Sequence[_Turn]) -> bool:
     return True
 
 
-class ThinkingMemory:
-    """The signed thinking of recent responses, by the ids of the tool calls it led to.
-
-    The port's ``ThinkingPart`` carries no signature, yet the API demands the signed thinking back in front of the
-    tool calls of an open tool round while thinking is on; this keeps it for the next request of that round.
-
-    Args:
-        capacity: How many tool call ids to remember; the oldest are forgotten first.
-    """
-
-    def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        self._entries: OrderedDict[str, tuple[SignedThinking, ...]] = OrderedDict()
-
-    def remember(self, call_ids: Sequence[str], blocks: Sequence[SignedThinking]) -> None:
-        """Keep ``blocks`` as the thinking that preceded the calls ``call_ids``."""
-        if not blocks:
-            return
-        for call_id in call_ids:
-            self._entries[call_id] = tuple(blocks)
-            self._entries.move_to_end(call_id)
-        while len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
-
-    def recall(self, call_id: str) -> tuple[SignedThinking, ...]:
-        """The signed thinking that preceded ``call_id``; empty when it is not remembered."""
-        return self._entries.get(call_id, ())
-
-
 __all__ = [
     "ADAPTIVE_EFFORTS",
     "CACHE_MIN_TOKENS",
@@ -349,8 +318,6 @@ __all__ = [
     "MessagesRequest",
     "ModelTraits",
     "SignedThinking",
-    "ThinkingMemory",
-    "ThinkingReplay",
     "build_request",
     "mark_cache_breakpoints",
     "model_traits",

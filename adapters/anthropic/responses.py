@@ -26,7 +26,7 @@ from anthropic.types import (
 )
 from anthropic.types import Usage as SdkUsage
 
-from ironhive.adapters.anthropic.mapping import SignedThinking
+from ironhive.adapters.anthropic.reasoning import redacted_part, signed_part
 from ironhive.domain.tool_calls import make_tool_call
 from ironhive.ports.chat import (
     ChatMessage,
@@ -78,7 +78,8 @@ class StreamAccumulator:
 
     Text and thinking deltas pass through at once (thinking apart from the answer). Usage is sent once, with the
     ``message_delta`` that ends the message: input (cache tokens included) from ``message_start`` unless the delta
-    restates it, output from the delta. Signed thinking is collected for ``ThinkingMemory``.
+    restates it, output from the delta. A thinking block that closes with its signature (or a redacted one) is sent
+    as ``thinking_block``, so the stored message carries what the API needs back.
 
     Args:
         id_factory: Makes an id for a tool call that arrives without one.
@@ -87,21 +88,9 @@ class StreamAccumulator:
     def __init__(self, id_factory: Callable[[], str]) -> None:
         self._id_factory = id_factory
         self._blocks: dict[int, _OpenBlock] = {}
-        self._signed: list[SignedThinking] = []
-        self._call_ids: list[str] = []
         self._tokens = {"input": 0, "cache_creation": 0, "cache_read": 0, "output": 0}
         self._usage_known = False
         self._usage_sent = False
-
-    @property
-    def signed_thinking(self) -> tuple[SignedThinking, ...]:
-        """The completed thinking blocks so far, signatures included, in order."""
-        return tuple(self._signed)
-
-    @property
-    def tool_call_ids(self) -> tuple[str, ...]:
-        """The ids of the tool calls completed so far."""
-        return tuple(self._call_ids)
 
     def feed(self, event: RawMessageStreamEvent) -> list[ChatUpdate]:
         """Read one event and return the updates it completes (often one, sometimes none)."""
@@ -164,14 +153,11 @@ class StreamAccumulator:
         if block.kind == "tool_use":
             arguments = "".join(block.fragments) or block.start_input
             call = make_tool_call(block.call_id or self._id_factory(), block.name, arguments)
-            self._call_ids.append(call.call_id)
             return [ChatUpdate(tool_calls=(call,))]
         if block.kind == "thinking" and block.signature:
-            self._signed.append(
-                {"type": "thinking", "thinking": "".join(block.fragments), "signature": block.signature}
-            )
-        elif block.kind == "redacted_thinking" and block.data:
-            self._signed.append({"type": "redacted_thinking", "data": block.data})
+            return [ChatUpdate(thinking_block=signed_part("".join(block.fragments), block.signature))]
+        if block.kind == "redacted_thinking" and block.data:
+            return [ChatUpdate(thinking_block=redacted_part(block.data))]
         return []
 
     def _message_delta(self, stop_reason: str | None, usage: MessageDeltaUsage) -> list[ChatUpdate]:
@@ -205,8 +191,12 @@ def to_chat_response(message: Message, id_factory: Callable[[], str]) -> ChatRes
     """
     parts: list[ContentPart] = []
     for block in message.content:
-        if isinstance(block, ThinkingBlock) and block.thinking:
+        if isinstance(block, ThinkingBlock) and block.signature:
+            parts.append(signed_part(block.thinking, block.signature))
+        elif isinstance(block, ThinkingBlock) and block.thinking:
             parts.append(ThinkingPart(text=block.thinking))
+        elif isinstance(block, RedactedThinkingBlock) and block.data:
+            parts.append(redacted_part(block.data))
         elif isinstance(block, TextBlock) and block.text:
             parts.append(TextPart(text=block.text))
         elif isinstance(block, ToolUseBlock):
@@ -218,15 +208,4 @@ def to_chat_response(message: Message, id_factory: Callable[[], str]) -> ChatRes
     )
 
 
-def signed_thinking_of(message: Message) -> tuple[SignedThinking, ...]:
-    """The thinking blocks of a whole message as they must be sent back (signature or encrypted data intact)."""
-    signed: list[SignedThinking] = []
-    for block in message.content:
-        if isinstance(block, ThinkingBlock) and block.signature:
-            signed.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
-        elif isinstance(block, RedactedThinkingBlock):
-            signed.append({"type": "redacted_thinking", "data": block.data})
-    return tuple(signed)
-
-
-__all__ = ["StreamAccumulator", "signed_thinking_of", "to_chat_response", "to_finish_reason", "to_usage"]
+__all__ = ["StreamAccumulator", "to_chat_response", "to_finish_reason", "to_usage"]

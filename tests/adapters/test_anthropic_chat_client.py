@@ -12,12 +12,14 @@ import anthropic
 import pytest
 
 from ironhive.adapters.anthropic.client import AnthropicChatClient
+from ironhive.adapters.anthropic.reasoning import signed_part
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.ports.chat import (
     ChatClient,
     ChatMessage,
     ChatOptions,
     ChatUpdate,
+    ContentPart,
     JsonValue,
     Role,
     TextPart,
@@ -285,7 +287,7 @@ async def test_non_streaming_thinking_becomes_a_thinking_part(
 
     response = await client.get_response(HELLO, ChatOptions(reasoning_effort="low"))
 
-    assert response.message.parts == (ThinkingPart(text="Six times seven."), TextPart(text="42"))
+    assert response.message.parts == (signed_part("Six times seven.", SIGNATURE), TextPart(text="42"))
 
 
 @pytest.mark.parametrize("streaming", [True, False])
@@ -297,17 +299,22 @@ async def test_signed_thinking_goes_back_in_the_next_request_of_a_tool_round(
     options = ChatOptions(tools=(READ_FILE,), reasoning_effort="high")
 
     if streaming:
-        calls = calls_of(await collect(client, options))
+        updates = await collect(client, options)
+        blocks = [update.thinking_block for update in updates if update.thinking_block is not None]
+        parts: tuple[ContentPart, ...] = (*blocks, *calls_of(updates))
     else:
-        calls = list((await client.get_response(HELLO, options)).message.tool_calls)
+        parts = (await client.get_response(HELLO, options)).message.parts
+    assert parts[0] == signed_part("I need the file.", SIGNATURE)  # the signature travels in the part, not in memory
+    client = AnthropicChatClient(api_key=API_KEY, model=MODEL, base_url=server.base_url)  # a fresh one: no memory
     history = [
         *HELLO,
-        ChatMessage(role=Role.ASSISTANT, parts=(ThinkingPart(text="I need the file."), *calls)),
+        ChatMessage(role=Role.ASSISTANT, parts=parts),
         ChatMessage(
             role=Role.TOOL, parts=(ToolResultPart(call_id="toolu_r", name="read_file", result="hi", success=True),)
         ),
     ]
     answer = await client.get_response(history, options)
+    await client.aclose()
 
     assert answer.message.text == "It says hi."
     follow_up = server.requests[1]

@@ -24,22 +24,22 @@ from anthropic.types import (
     RawMessageStopEvent,
     RawMessageStreamEvent,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ironhive.adapters.anthropic.errors import translate_error
 from ironhive.adapters.anthropic.mapping import (
     ADAPTIVE_EFFORTS,
     THINKING_BUDGETS,
-    SignedThinking,
-    ThinkingMemory,
     build_request,
     model_traits,
     to_anthropic_messages,
     to_anthropic_tool,
     to_tool_choice,
 )
+from ironhive.adapters.anthropic.reasoning import SignedThinking, block_of, redacted_part, signed_part
 from ironhive.adapters.anthropic.responses import (
     StreamAccumulator,
-    signed_thinking_of,
     to_chat_response,
     to_finish_reason,
 )
@@ -48,6 +48,7 @@ from ironhive.ports.chat import (
     ChatMessage,
     ChatOptions,
     ChatUpdate,
+    OpaqueState,
     ReasoningEffort,
     Role,
     TextPart,
@@ -192,23 +193,53 @@ def test_calls_send_parsed_arguments_failures_are_errors_and_empty_turns_vanish(
     assert len(mapped) == 3
 
 
-def test_replayed_thinking_opens_only_assistant_turns_with_calls() -> None:
-    asked: list[str] = []
-
-    def replay(call_id: str) -> list[SignedThinking]:
-        asked.append(call_id)
-        return [SIGNED]
-
+def test_signed_thinking_parts_open_their_assistant_turn_and_unsigned_or_foreign_ones_stay_out() -> None:
+    foreign = ThinkingPart(text="gemini plan", opaque=OpaqueState(provider="google", data='{"signature": "g"}'))
     messages = [
         ChatMessage.of_text(Role.USER, "go"),
-        ChatMessage.of_text(Role.ASSISTANT, "thinking about it"),
-        ChatMessage(role=Role.ASSISTANT, parts=(TextPart(text="Reading."), call("x"), call("y"))),
+        ChatMessage(role=Role.ASSISTANT, parts=(ThinkingPart(text="plain"), TextPart(text="thinking about it"))),
+        ChatMessage(
+            role=Role.ASSISTANT,
+            parts=(signed_part("plan", "sig-1"), redacted_part("ENC"), foreign, TextPart(text="Reading."), call("x")),
+        ),
     ]
 
-    _, mapped = to_anthropic_messages(messages, replay=replay)
+    _, mapped = to_anthropic_messages(messages, thinking=True)
+    _, without = to_anthropic_messages(messages)
 
-    assert asked == ["x"]
-    assert [block["type"] for block in blocks_of(mapped[1])] == ["text", "thinking", "text", "tool_use", "tool_use"]
+    assert blocks_of(mapped[1])[1:3] == [SIGNED, {"type": "redacted_thinking", "data": "ENC"}]
+    assert [block["type"] for block in blocks_of(mapped[1])] == [
+        "text", "thinking", "redacted_thinking", "text", "tool_use"
+    ]  # fmt: skip
+    assert [block["type"] for block in blocks_of(without[1])] == ["text", "text", "tool_use"]
+
+
+@given(
+    thinking=st.text(),
+    signature=st.text(min_size=1),
+    data=st.text(min_size=1),
+)
+def test_the_stored_state_gives_back_exactly_the_blocks_the_api_sent(thinking: str, signature: str, data: str) -> None:
+    assert block_of(signed_part(thinking, signature)) == {
+        "type": "thinking", "thinking": thinking, "signature": signature
+    }  # fmt: skip
+    assert block_of(redacted_part(data)) == {"type": "redacted_thinking", "data": data}
+
+
+@pytest.mark.parametrize(
+    "opaque",
+    [
+        None,
+        OpaqueState(provider="openai", data='{"signature": "s"}'),
+        OpaqueState(provider="anthropic", data="not json"),
+        OpaqueState(provider="anthropic", data='["signature"]'),
+        OpaqueState(provider="anthropic", data='{"signature": ""}'),
+        OpaqueState(provider="anthropic", data='{"other": "s"}'),
+    ],
+    ids=["none", "foreign", "not-json", "not-object", "empty", "unknown-key"],
+)
+def test_thinking_without_readable_anthropic_state_is_not_sent(opaque: OpaqueState | None) -> None:
+    assert block_of(ThinkingPart(text="t", opaque=opaque)) is None
 
 
 # -- prompt caching -------------------------------------------------------------------------------------------------
@@ -348,17 +379,18 @@ def test_every_adaptive_effort_is_one_the_sdk_accepts() -> None:
 def test_an_open_tool_round_keeps_thinking_only_with_its_signed_thinking() -> None:
     history = [
         *HELLO,
-        ChatMessage(role=Role.ASSISTANT, parts=(ThinkingPart(text="plan"), call("k", {}))),
+        ChatMessage(role=Role.ASSISTANT, parts=(signed_part("plan", "sig-1"), call("k", {}))),
         ChatMessage(role=Role.TOOL, parts=(result("k"),)),
+    ]
+    unsigned = [
+        history[0],
+        ChatMessage(role=Role.ASSISTANT, parts=(ThinkingPart(text="plan"), call("k", {}))),
+        history[2],
     ]
     options = ChatOptions(reasoning_effort="low")
 
-    replayed = build_request(
-        history, options, default_model="claude-sonnet-4-5", default_max_tokens=4096, replay=lambda _: [SIGNED]
-    )
-    forgotten = build_request(
-        history, options, default_model="claude-sonnet-4-5", default_max_tokens=4096, replay=lambda _: []
-    )
+    replayed = build_request(history, options, default_model="claude-sonnet-4-5", default_max_tokens=4096)
+    forgotten = build_request(unsigned, options, default_model="claude-sonnet-4-5", default_max_tokens=4096)
 
     assert replayed["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert blocks_of(replayed["messages"][1])[0] == SIGNED
@@ -457,11 +489,11 @@ def test_accumulator_keeps_thinking_apart_and_sends_usage_once_with_the_finish()
     assert updates == [
         ChatUpdate(thinking_delta="Let me "),
         ChatUpdate(thinking_delta="see."),
+        ChatUpdate(thinking_block=signed_part("Let me see.", "sig-9")),
         ChatUpdate(text_delta="Hi"),
         ChatUpdate(finish_reason="stop"),
         ChatUpdate(usage=Usage(input_tokens=510, output_tokens=42)),
     ]
-    assert accumulator.signed_thinking == ({"type": "thinking", "thinking": "Let me see.", "signature": "sig-9"},)
 
 
 def test_usage_restated_by_the_final_delta_wins_and_is_sent_only_once() -> None:
@@ -499,7 +531,6 @@ def test_interleaved_tool_blocks_become_complete_calls_in_stop_order() -> None:
     assert first == ToolCallPart(call_id="toolu_a", name="one", arguments={"x": 1}, arguments_text='{"x": 1}')
     assert (second.call_id, second.name, second.arguments) == ("gen_1", "two", None)
     assert second.parse_error is not None and "not list" in second.parse_error
-    assert accumulator.tool_call_ids == ("gen_1", "toolu_a")
     assert [update.finish_reason for update in updates if update.finish_reason] == ["tool_calls"]
 
 
@@ -516,7 +547,7 @@ def test_input_sent_whole_in_the_start_block_and_unclosed_blocks_are_flushed() -
     assert accumulator.finish() == []
 
 
-def test_redacted_thinking_is_kept_for_replay_but_shows_nothing() -> None:
+def test_redacted_thinking_closes_as_a_block_with_no_text() -> None:
     accumulator = StreamAccumulator(ids())
 
     updates = feed_all(
@@ -524,11 +555,19 @@ def test_redacted_thinking_is_kept_for_replay_but_shows_nothing() -> None:
         [start(), block_start(0, {"type": "redacted_thinking", "data": "ENCRYPTED"}), stop(0)],
     )
 
-    assert updates == []
-    assert accumulator.signed_thinking == ({"type": "redacted_thinking", "data": "ENCRYPTED"},)
+    assert updates == [ChatUpdate(thinking_block=redacted_part("ENCRYPTED"))]
 
 
-# -- whole messages and thinking memory -----------------------------------------------------------------------------
+def test_an_unsigned_thinking_block_streams_its_text_but_closes_no_block() -> None:
+    updates = feed_all(
+        StreamAccumulator(ids()),
+        [start(), block_start(0, {"type": "thinking", "thinking": "hm", "signature": ""}), stop(0)],
+    )
+
+    assert updates == [ChatUpdate(thinking_delta="hm")]
+
+
+# -- whole messages --------------------------------------------------------------------------------------------------
 
 
 def test_a_whole_message_maps_onto_parts_usage_and_signed_thinking() -> None:
@@ -552,28 +591,13 @@ def test_a_whole_message_maps_onto_parts_usage_and_signed_thinking() -> None:
     response = to_chat_response(message, ids())
 
     assert response.message.parts == (
-        ThinkingPart(text="why"),
+        signed_part("why", "sig"),
+        redacted_part("ENC"),
         TextPart(text="ok"),
         ToolCallPart(call_id="gen_1", name="grep", arguments={"q": "x"}, arguments_text='{"q": "x"}'),
     )
     assert response.usage == Usage(input_tokens=42, output_tokens=3)
     assert response.finish_reason == "tool_calls"
-    assert signed_thinking_of(message) == (
-        {"type": "thinking", "thinking": "why", "signature": "sig"},
-        {"type": "redacted_thinking", "data": "ENC"},
-    )
-
-
-def test_thinking_memory_recalls_by_call_id_and_forgets_the_oldest() -> None:
-    memory = ThinkingMemory(capacity=2)
-    memory.remember(["a", "b"], [SIGNED])
-    memory.remember(["c"], [])
-    memory.remember(["d"], [{"type": "redacted_thinking", "data": "x"}])
-
-    assert memory.recall("a") == ()
-    assert memory.recall("b") == (SIGNED,)
-    assert memory.recall("c") == ()
-    assert memory.recall("d") == ({"type": "redacted_thinking", "data": "x"},)
 
 
 # -- errors ---------------------------------------------------------------------------------------------------------
