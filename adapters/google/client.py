@@ -14,12 +14,12 @@ from google.genai import types
 from ironhive.adapters.closing import AsyncClosing
 from ironhive.adapters.google.errors import SDK_ERRORS, translate_error
 from ironhive.adapters.google.mapping import (
-    CallMemory,
     StreamAccumulator,
     build_request,
     to_chat_response,
     to_gemini_contents,
 )
+from ironhive.adapters.google.reasoning import PROVIDER
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.tool_calls import new_call_id
 from ironhive.ports.chat import ChatMessage, ChatOptions, ChatResponse, ChatUpdate
@@ -28,7 +28,7 @@ DEFAULT_API_VERSION = "v1beta"
 """The Gemini API version asked for unless the base URL names one (the SDK itself defaults to ``v1``, which lacks
 some of what ironhive uses, such as thought summaries)."""
 
-_PROVIDER = "google"
+_PROVIDER = PROVIDER
 # The SDK reads streamed lines of any length but sizes its own sessions' buffer like this; so does this client.
 _READ_BUFFER = 2**22
 _VERSION_SEGMENT = re.compile(r"^v\d+(?:(?:alpha|beta)\d*)?$")
@@ -58,9 +58,10 @@ class GoogleGenAIChatClient(AsyncClosing):
     continuation and automatic function calling are off: ironhive runs tools and decides about retrying from the
     ``ProviderError`` it raises.
 
-    Gemini may send function calls without ids; they get ids from ``id_factory``, and the client remembers which
-    calls had ids of Gemini's own and the thought signatures that must go back with them (Gemini 3 rejects a turn
-    whose calls lost their signature; calls it does not remember go back with the documented dummy signature).
+    Gemini may send function calls without ids; they get ids from ``id_factory``. A call's own Gemini id and the
+    thought signature that must go back with it travel in the call's provider state, stored with the session (Gemini 3
+    rejects a turn whose calls lost their signature; calls without one of this model's go back with the documented
+    dummy signature).
 
     Args:
         api_key: The Gemini API key.
@@ -93,7 +94,6 @@ class GoogleGenAIChatClient(AsyncClosing):
         self._base_url = base_url
         self._timeout = timeout
         self._id_factory = id_factory or new_call_id
-        self._memory = CallMemory()
         self._sdk: genai.Client | None = None
         self._session: aiohttp.ClientSession | None = None
 
@@ -114,14 +114,14 @@ class GoogleGenAIChatClient(AsyncClosing):
             ProviderError: The request failed; ``ContextOverflowError`` when it did not fit the window.
             ConfigurationError: ``options.tool_mode`` is unknown.
         """
-        request = build_request(messages, options, default_model=self._model, memory=self._memory)
+        request = build_request(messages, options, default_model=self._model)
         try:
             response = await self._client().aio.models.generate_content(
                 model=request.model, contents=request.contents, config=request.config
             )
         except SDK_ERRORS as exc:
             raise translate_error(exc, provider=_PROVIDER, secrets=(self._api_key,)) from exc
-        return to_chat_response(response, self._id_factory, self._memory)
+        return to_chat_response(response, self._id_factory, request.model)
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions
@@ -134,8 +134,8 @@ class GoogleGenAIChatClient(AsyncClosing):
             ProviderError: The request failed, when it was sent or mid-stream.
             ConfigurationError: ``options.tool_mode`` is unknown.
         """
-        request = build_request(messages, options, default_model=self._model, memory=self._memory)
-        accumulator = StreamAccumulator(self._id_factory, self._memory)
+        request = build_request(messages, options, default_model=self._model)
+        accumulator = StreamAccumulator(self._id_factory, request.model)
         stream: AsyncGenerator[types.GenerateContentResponse, None] | None = None
         try:
             # The SDK's stream is an async generator, though typed as an iterator; closing it releases the response.
@@ -164,7 +164,7 @@ class GoogleGenAIChatClient(AsyncClosing):
         Raises:
             ProviderError: The request failed.
         """
-        system, contents = to_gemini_contents(messages, self._memory)
+        system, contents = to_gemini_contents(messages, self._model)
         if system:
             contents = [types.Content(role="user", parts=[types.Part(text=system)]), *contents]
         try:

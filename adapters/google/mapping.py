@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from google.genai import types
 
+from ironhive.adapters.google.reasoning import WireCall, call_state, wire_call_of
 from ironhive.adapters.google.schema import to_gemini_schema
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.tool_calls import make_tool_call
@@ -30,8 +30,9 @@ from ironhive.ports.chat import (
     Usage,
 )
 
-# The value Google documents for function calls whose real thought signature is unknown (another model made them, or
-# the process restarted): Gemini 3 rejects a model turn whose first function call carries no signature at all.
+# The value Google documents for function calls whose real thought signature is unknown (another model or provider
+# made them, or a session stored before parts kept it): Gemini 3 rejects a model turn whose first function call
+# carries no signature at all.
 DUMMY_THOUGHT_SIGNATURE = b"skip_thought_signature_validator"
 
 THINKING_BUDGETS: Mapping[ReasoningEffort, int] = {
@@ -68,48 +69,6 @@ _FINISH_REASONS: Mapping[str, FinishReason] = {
 _GEMINI_MAJOR = re.compile(r"gemini-(\d+)")
 
 
-@dataclass(frozen=True, slots=True)
-class WireCall:
-    """What Gemini sent with a function call that ``ToolCallPart`` has no field for.
-
-    Attributes:
-        wire_id: The id Gemini gave the call, if it gave one (the call's ``call_id`` is generated otherwise).
-        signature: The call's thought signature, which must go back with the call in later requests.
-    """
-
-    wire_id: str | None
-    signature: bytes | None
-
-
-class CallMemory:
-    """Remembers, by call id, the wire id and thought signature of the function calls a model made.
-
-    The memory is bounded: the oldest calls are forgotten first, and a forgotten call goes back with the documented
-    dummy signature instead of its own.
-
-    Args:
-        capacity: How many calls to remember.
-    """
-
-    def __init__(self, capacity: int = 4096) -> None:
-        self._capacity = capacity
-        self._calls: OrderedDict[str, WireCall] = OrderedDict()
-
-    def remember(self, call_id: str, call: WireCall) -> None:
-        """Keep what Gemini sent with the call ``call_id``."""
-        self._calls[call_id] = call
-        self._calls.move_to_end(call_id)
-        while len(self._calls) > self._capacity:
-            self._calls.popitem(last=False)
-
-    def get(self, call_id: str) -> WireCall | None:
-        """What Gemini sent with the call ``call_id``, if it is remembered."""
-        return self._calls.get(call_id)
-
-    def __len__(self) -> int:
-        return len(self._calls)
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GeminiRequest:
     """Keyword arguments for ``models.generate_content`` and ``generate_content_stream``."""
@@ -119,9 +78,7 @@ class GeminiRequest:
     config: types.GenerateContentConfig
 
 
-def to_gemini_contents(
-    messages: Sequence[ChatMessage], memory: CallMemory | None = None
-) -> tuple[str | None, list[types.Content]]:
+def to_gemini_contents(messages: Sequence[ChatMessage], model: str = "") -> tuple[str | None, list[types.Content]]:
     """Map a conversation onto Gemini's system instruction and contents.
 
     System messages become the system instruction; user text and tool results become ``user`` contents, assistant
@@ -129,13 +86,19 @@ def to_gemini_contents(
     alternate. Thinking is never sent back: Gemini reads nothing from thought summaries.
 
     Args:
-        messages: The conversation, oldest first.
-        memory: Wire ids and thought signatures of the calls the model made, sent back with them.
+        messages: The conversation, oldest first; Gemini's wire ids and thought signatures travel in its calls' state.
+        model: The model the request goes to: only its own thought signatures go back to it.
 
     Returns:
         The system instruction (``None`` when there is none) and the contents.
     """
-    memory = memory if memory is not None else CallMemory()
+    wires = {
+        call.call_id: wire
+        for message in messages
+        if message.role is Role.ASSISTANT
+        for call in message.tool_calls
+        if (wire := wire_call_of(call, model)) is not None
+    }
     system: list[str] = []
     turns: list[tuple[str, list[ContentPart]]] = []
     for message in messages:
@@ -153,9 +116,9 @@ def to_gemini_contents(
     for role, items in turns:
         if role == "model":
             calls = [item for item in items if isinstance(item, ToolCallPart)]
-            contents.append(types.Content(role="model", parts=_model_parts(items, memory)))
+            contents.append(types.Content(role="model", parts=_model_parts(items, wires)))
         else:
-            contents.append(types.Content(role="user", parts=_user_parts(items, calls, memory)))
+            contents.append(types.Content(role="user", parts=_user_parts(items, calls, wires)))
             calls = []
     return ("\n\n".join(system) or None), contents
 
@@ -175,13 +138,13 @@ def _turn_items(message: ChatMessage) -> tuple[str | None, list[ContentPart]]:
     return "user", list(message.tool_results)  # a tool message means only its results
 
 
-def _model_parts(items: Sequence[ContentPart], memory: CallMemory) -> list[types.Part]:
+def _model_parts(items: Sequence[ContentPart], wires: Mapping[str, WireCall]) -> list[types.Part]:
     parts: list[types.Part] = []
     for item in items:
         if isinstance(item, TextPart):
             parts.append(types.Part(text=item.text))
         elif isinstance(item, ToolCallPart):
-            wire = memory.get(item.call_id)
+            wire = wires.get(item.call_id)
             # Unparseable arguments were answered with an error already; Gemini's args must be an object.
             arguments = dict(item.arguments) if item.arguments is not None else {}
             call = types.FunctionCall(id=wire.wire_id if wire else None, name=item.name, args=arguments)
@@ -193,9 +156,11 @@ def _model_parts(items: Sequence[ContentPart], memory: CallMemory) -> list[types
     return parts
 
 
-def _user_parts(items: Sequence[ContentPart], calls: Sequence[ToolCallPart], memory: CallMemory) -> list[types.Part]:
+def _user_parts(
+    items: Sequence[ContentPart], calls: Sequence[ToolCallPart], wires: Mapping[str, WireCall]
+) -> list[types.Part]:
     results = [item for item in items if isinstance(item, ToolResultPart)]
-    parts = [_function_response(result, memory) for result in _ordered_results(results, calls)]
+    parts = [_function_response(result, wires) for result in _ordered_results(results, calls)]
     parts.extend(types.Part(text=item.text) for item in items if isinstance(item, TextPart))
     return parts
 
@@ -216,8 +181,8 @@ def _ordered_results(results: Sequence[ToolResultPart], calls: Sequence[ToolCall
     return [results[position] for position in sorted(range(len(results)), key=lambda p: (slots[p], p))]
 
 
-def _function_response(result: ToolResultPart, memory: CallMemory) -> types.Part:
-    wire = memory.get(result.call_id)
+def _function_response(result: ToolResultPart, wires: Mapping[str, WireCall]) -> types.Part:
+    wire = wires.get(result.call_id)
     payload = {"error": result.result} if result.success is False else {"result": result.result}
     response = types.FunctionResponse(id=wire.wire_id if wire else None, name=result.name, response=payload)
     return types.Part(function_response=response)
@@ -267,9 +232,7 @@ def to_thinking_config(effort: ReasoningEffort, model: str) -> types.ThinkingCon
     return types.ThinkingConfig(thinking_budget=budget, include_thoughts=budget != 0 or None)
 
 
-def build_request(
-    messages: Sequence[ChatMessage], options: ChatOptions, *, default_model: str, memory: CallMemory | None = None
-) -> GeminiRequest:
+def build_request(messages: Sequence[ChatMessage], options: ChatOptions, *, default_model: str) -> GeminiRequest:
     """Build one generate-content call; unset options are left out.
 
     The SDK's automatic function calling and automatic continuation are switched off: ironhive runs the tools and
@@ -279,13 +242,12 @@ def build_request(
         messages: The conversation, oldest first.
         options: Settings of this call; ``options.model`` overrides ``default_model``.
         default_model: The client's model.
-        memory: Wire ids and thought signatures of earlier calls.
 
     Raises:
         ConfigurationError: The tool mode is unknown.
     """
     model = options.model or default_model
-    system, contents = to_gemini_contents(messages, memory)
+    system, contents = to_gemini_contents(messages, model)
     config = types.GenerateContentConfig(
         system_instruction=system,
         temperature=options.temperature,
@@ -325,13 +287,12 @@ def to_finish_reason(raw: types.FinishReason | str | None, *, has_tool_calls: bo
     return _FINISH_REASONS.get(name, "stop")
 
 
-def _tool_call(part: types.Part, id_factory: Callable[[], str], memory: CallMemory) -> ToolCallPart:
+def _tool_call(part: types.Part, id_factory: Callable[[], str], model: str) -> ToolCallPart:
     call = part.function_call
     assert call is not None
-    call_id = call.id or id_factory()
-    memory.remember(call_id, WireCall(wire_id=call.id, signature=part.thought_signature))
     arguments = json.dumps(call.args or {}, ensure_ascii=False, separators=(",", ":"))
-    return make_tool_call(call_id, call.name or "", arguments)
+    made = make_tool_call(call.id or id_factory(), call.name or "", arguments)
+    return replace(made, opaque=call_state(call.id, part.thought_signature, model))
 
 
 def _first_candidate(response: types.GenerateContentResponse) -> types.Candidate | None:
@@ -352,12 +313,12 @@ class StreamAccumulator:
 
     Args:
         id_factory: Makes an id for a function call that arrives without one.
-        memory: Learns the wire ids and thought signatures of the calls.
+        model: The model answering; its calls keep their wire ids and thought signatures as state stamped with it.
     """
 
-    def __init__(self, id_factory: Callable[[], str], memory: CallMemory) -> None:
+    def __init__(self, id_factory: Callable[[], str], model: str) -> None:
         self._id_factory = id_factory
-        self._memory = memory
+        self._model = model
         self._calls: list[ToolCallPart] = []
         self._usage: Usage | None = None
         self._finished = False
@@ -375,7 +336,7 @@ class StreamAccumulator:
         updates: list[ChatUpdate] = []
         for part in candidate.content.parts or () if candidate.content else ():
             if part.function_call is not None:
-                self._calls.append(_tool_call(part, self._id_factory, self._memory))
+                self._calls.append(_tool_call(part, self._id_factory, self._model))
             elif part.text and part.thought:
                 updates.append(ChatUpdate(thinking_delta=part.text))
             elif part.text:
@@ -400,14 +361,14 @@ class StreamAccumulator:
 
 
 def to_chat_response(
-    response: types.GenerateContentResponse, id_factory: Callable[[], str], memory: CallMemory
+    response: types.GenerateContentResponse, id_factory: Callable[[], str], model: str
 ) -> ChatResponse:
     """Map a whole (non-streamed) response onto a ``ChatResponse``.
 
     Args:
         response: Gemini's answer.
         id_factory: Makes an id for a function call that arrives without one.
-        memory: Learns the wire ids and thought signatures of the calls.
+        model: The model that answered; its calls keep their wire ids and thought signatures as state stamped with it.
     """
     usage = to_usage(response.usage_metadata) if response.usage_metadata is not None else None
     candidate = _first_candidate(response)
@@ -419,7 +380,7 @@ def to_chat_response(
     calls: list[ToolCallPart] = []
     for part in candidate.content.parts or () if candidate.content else ():
         if part.function_call is not None:
-            calls.append(_tool_call(part, id_factory, memory))
+            calls.append(_tool_call(part, id_factory, model))
         elif part.text:
             (thoughts if part.thought else texts).append(part.text)
     parts: list[ContentPart] = []
@@ -439,10 +400,8 @@ __all__ = [
     "DUMMY_THOUGHT_SIGNATURE",
     "THINKING_BUDGETS",
     "THINKING_LEVELS",
-    "CallMemory",
     "GeminiRequest",
     "StreamAccumulator",
-    "WireCall",
     "build_request",
     "to_chat_response",
     "to_finish_reason",

@@ -22,9 +22,7 @@ from ironhive.adapters.google.mapping import (
     DUMMY_THOUGHT_SIGNATURE,
     THINKING_BUDGETS,
     THINKING_LEVELS,
-    CallMemory,
     StreamAccumulator,
-    WireCall,
     build_request,
     to_chat_response,
     to_finish_reason,
@@ -34,6 +32,7 @@ from ironhive.adapters.google.mapping import (
     to_usage,
     uses_thinking_level,
 )
+from ironhive.adapters.google.reasoning import WireCall, call_state, wire_call_of
 from ironhive.adapters.google.schema import to_gemini_schema
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.ports.chat import (
@@ -41,6 +40,7 @@ from ironhive.ports.chat import (
     ChatOptions,
     ChatUpdate,
     JsonValue,
+    OpaqueState,
     Role,
     TextPart,
     ThinkingPart,
@@ -115,23 +115,71 @@ def test_no_system_messages_means_no_instruction() -> None:
     assert to_gemini_contents([ChatMessage.of_text(Role.USER, "x")])[0] is None
 
 
-def test_calls_carry_remembered_ids_and_signatures() -> None:
-    memory = CallMemory()
-    memory.remember("a", WireCall(wire_id="fc-a", signature=b"sig-a"))
-    memory.remember("b", WireCall(wire_id=None, signature=None))
+MODEL = "gemini-3-pro-preview"
+
+
+def test_calls_carry_their_stored_ids_and_signatures_and_results_their_ids() -> None:
     calls = (
-        ToolCallPart(call_id="a", name="one", arguments={"x": [1, None]}),
+        ToolCallPart(call_id="a", name="one", arguments={"x": [1, None]}, opaque=call_state("fc-a", b"sig-a", MODEL)),
         ToolCallPart(call_id="b", name="two", arguments={}),
     )
+    result = ToolResultPart(call_id="a", name="one", result="r", success=True)
+    messages = [ChatMessage(role=Role.ASSISTANT, parts=calls), ChatMessage(role=Role.TOOL, parts=(result,))]
 
-    _, contents = to_gemini_contents([ChatMessage(role=Role.ASSISTANT, parts=calls)], memory)
+    _, contents = to_gemini_contents(messages, MODEL)
 
-    (model,) = contents
+    model, answers = contents
     first, second = model.parts or []
     assert first.function_call == types.FunctionCall(id="fc-a", name="one", args={"x": [1, None]})
     assert first.thought_signature == b"sig-a"
     assert second.function_call == types.FunctionCall(name="two", args={})
     assert second.thought_signature is None
+    assert (answers.parts or [])[0].function_response == types.FunctionResponse(
+        id="fc-a", name="one", response={"result": "r"}
+    )
+
+
+def test_another_models_signature_is_not_sent_but_its_call_id_is() -> None:
+    call = ToolCallPart(call_id="a", name="one", arguments={}, opaque=call_state("fc-a", b"sig-a", "gemini-2.5-pro"))
+
+    _, contents = to_gemini_contents([ChatMessage(role=Role.ASSISTANT, parts=(call,))], MODEL)
+
+    (part,) = contents[0].parts or []
+    assert part.function_call == types.FunctionCall(id="fc-a", name="one", args={})
+    assert part.thought_signature == DUMMY_THOUGHT_SIGNATURE
+
+
+@given(wire_id=st.none() | st.text(), signature=st.none() | st.binary(min_size=1))
+def test_the_stored_state_gives_back_what_gemini_sent(wire_id: str | None, signature: bytes | None) -> None:
+    state = call_state(wire_id, signature, MODEL)
+    call = ToolCallPart(call_id="c", name="t", arguments={}, opaque=state)
+
+    if wire_id is None and signature is None:
+        assert state is None
+    else:
+        assert wire_call_of(call, MODEL) == WireCall(wire_id=wire_id, signature=signature)
+
+
+@pytest.mark.parametrize(
+    "opaque",
+    [
+        None,
+        OpaqueState(provider="anthropic", data='{"id": "x", "signature": "c2ln"}'),
+        OpaqueState(provider="google", data="not json"),
+        OpaqueState(provider="google", data="[1]"),
+    ],
+    ids=["none", "foreign", "not-json", "not-object"],
+)
+def test_a_call_without_readable_gemini_state_has_no_wire_call(opaque: OpaqueState | None) -> None:
+    assert wire_call_of(ToolCallPart(call_id="c", name="t", arguments={}, opaque=opaque), MODEL) is None
+
+
+def test_a_malformed_stored_signature_is_dropped_not_sent() -> None:
+    opaque = OpaqueState(provider="google", data='{"id": 3, "signature": "%%%"}', model=MODEL)
+
+    assert wire_call_of(ToolCallPart(call_id="c", name="t", arguments={}, opaque=opaque), MODEL) == WireCall(
+        wire_id=None, signature=None
+    )
 
 
 def test_unknown_calls_get_the_dummy_signature_on_the_first_call_of_each_turn() -> None:
@@ -197,17 +245,6 @@ def test_tool_messages_split_over_several_messages_merge_into_one_user_turn() ->
         "role": "user",
         "parts": [{"functionResponse": {"name": "t", "response": {"result": "r"}}}, {"text": "Thanks."}],
     }
-
-
-def test_call_memory_forgets_the_oldest_first() -> None:
-    memory = CallMemory(capacity=2)
-    for name in ("a", "b", "c"):
-        memory.remember(name, WireCall(wire_id=name, signature=None))
-    memory.remember("b", WireCall(wire_id="b2", signature=None))
-    memory.remember("d", WireCall(wire_id="d", signature=None))
-
-    assert (memory.get("a"), memory.get("c"), len(memory)) == (None, None, 2)
-    assert memory.get("b") == WireCall(wire_id="b2", signature=None)
 
 
 # -- options --------------------------------------------------------------------------------------------------------
@@ -503,8 +540,7 @@ def test_any_schema_becomes_one_the_sdk_accepts_with_only_keywords_gemini_knows(
 
 
 def test_accumulator_keeps_thoughts_apart_and_reports_the_last_usage_last() -> None:
-    memory = CallMemory()
-    accumulator = StreamAccumulator(ids(), memory)
+    accumulator = StreamAccumulator(ids(), MODEL)
     chunks = [
         response([{"text": "plan", "thought": True}], usage={"promptTokenCount": 3}),
         response([{"text": "Hi"}, {"text": " there"}], usage={"promptTokenCount": 3, "candidatesTokenCount": 1}),
@@ -527,9 +563,8 @@ def test_accumulator_keeps_thoughts_apart_and_reports_the_last_usage_last() -> N
     assert accumulator.finish() == []
 
 
-def test_accumulator_holds_calls_until_the_finish_reason_and_remembers_them() -> None:
-    memory = CallMemory()
-    accumulator = StreamAccumulator(ids(), memory)
+def test_accumulator_holds_calls_until_the_finish_reason_with_their_gemini_state() -> None:
+    accumulator = StreamAccumulator(ids(), MODEL)
 
     first = accumulator.feed(
         response([{"functionCall": {"name": "a", "args": {"k": "v"}}, "thoughtSignature": "c2ln"}])
@@ -543,12 +578,13 @@ def test_accumulator_holds_calls_until_the_finish_reason_and_remembers_them() ->
         ("gen_1", "a", {"k": "v"}),
         ("fc-2", "b", {}),
     ]
-    assert memory.get("gen_1") == WireCall(wire_id=None, signature=b"sig")
-    assert memory.get("fc-2") == WireCall(wire_id="fc-2", signature=None)
+    first_call, second_call = update.tool_calls
+    assert first_call.opaque == call_state(None, b"sig", MODEL)
+    assert wire_call_of(second_call, MODEL) == WireCall(wire_id="fc-2", signature=None)
 
 
 def test_calls_of_a_stream_without_finish_reason_are_flushed_at_the_end() -> None:
-    accumulator = StreamAccumulator(ids(), CallMemory())
+    accumulator = StreamAccumulator(ids(), MODEL)
 
     assert accumulator.feed(response([{"functionCall": {"name": "t", "args": {}}}])) == []
     assert accumulator.finish() == [
@@ -557,7 +593,7 @@ def test_calls_of_a_stream_without_finish_reason_are_flushed_at_the_end() -> Non
 
 
 def test_a_blocked_prompt_finishes_the_stream_once() -> None:
-    accumulator = StreamAccumulator(ids(), CallMemory())
+    accumulator = StreamAccumulator(ids(), MODEL)
 
     assert accumulator.feed(response(blocked="SAFETY", usage={"promptTokenCount": 4})) == [
         ChatUpdate(finish_reason="content_filter")
@@ -604,7 +640,6 @@ def test_usage(usage: dict[str, int], expected: Usage | None) -> None:
 
 
 def test_whole_response_with_thoughts_text_and_calls() -> None:
-    memory = CallMemory()
     answer = response(
         [
             {"text": "why", "thought": True},
@@ -616,20 +651,25 @@ def test_whole_response_with_thoughts_text_and_calls() -> None:
         usage={"promptTokenCount": 2, "candidatesTokenCount": 3},
     )
 
-    result = to_chat_response(answer, ids(), memory)
+    result = to_chat_response(answer, ids(), MODEL)
 
     assert result.message.parts == (
         ThinkingPart(text="why"),
         TextPart(text="Reading both."),
-        ToolCallPart(call_id="gen_1", name="read_file", arguments={"path": "ü.txt"}, arguments_text='{"path":"ü.txt"}'),
+        ToolCallPart(
+            call_id="gen_1",
+            name="read_file",
+            arguments={"path": "ü.txt"},
+            arguments_text='{"path":"ü.txt"}',
+            opaque=OpaqueState(provider="google", data='{"id": null, "signature": "c2ln"}', model=MODEL),
+        ),
     )
     assert (result.usage, result.finish_reason) == (Usage(input_tokens=2, output_tokens=3), "tool_calls")
-    assert memory.get("gen_1") == WireCall(wire_id=None, signature=b"sig")
 
 
 def test_a_response_without_candidates_is_an_empty_message() -> None:
-    empty = to_chat_response(response(), ids(), CallMemory())
-    blocked = to_chat_response(response(blocked="OTHER"), ids(), CallMemory())
+    empty = to_chat_response(response(), ids(), MODEL)
+    blocked = to_chat_response(response(blocked="OTHER"), ids(), MODEL)
 
     assert (empty.message, empty.finish_reason) == (ChatMessage(role=Role.ASSISTANT), None)
     assert (blocked.message, blocked.finish_reason) == (ChatMessage(role=Role.ASSISTANT), "content_filter")
