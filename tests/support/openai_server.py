@@ -36,6 +36,7 @@ class ToolCallsReply:
     usage: tuple[int, int] | None = None
     text: str = ""
     argument_piece: int = 5
+    reasoning: Sequence[str] = ()  # served on /v1/responses only (a reasoning summary before the calls)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,8 +128,10 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
     """An OpenAI chat-completions server on 127.0.0.1 running in a background thread, answering from a script.
 
     Every ``POST /v1/chat/completions`` takes the next reply of the queue; when the queue is empty it answers 500
-    with an OpenAI-shaped error. ``POST /v1/responses`` (the Responses API, JSON or SSE) takes from the same queue
-    and serves text replies. ``GET /v1/models`` lists ``models``. ``requests`` holds the JSON bodies of the
+    with an OpenAI-shaped error. ``POST /v1/responses`` (the Responses API, JSON or SSE) takes from the same queue:
+    text (reasoning as a reasoning item's summary, with encrypted content when the request includes it), tool calls
+    as function calls, a stream error as ``response.failed``, finish reason ``length`` as ``response.incomplete``.
+    ``GET /v1/models`` lists ``models``. ``requests`` holds the JSON bodies of the
     requests of both, in order.
 
     Args:
@@ -177,10 +180,14 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         usage: tuple[int, int] | None = None,
         text: str = "",
         argument_piece: int = 5,
+        reasoning: Sequence[str] | str = (),
     ) -> LoopbackOpenAIServer:
-        """Queue tool calls given as ``(call_id, name, arguments)``; a ``None`` id is left out of the wire."""
+        """Queue tool calls given as ``(call_id, name, arguments)``; a ``None`` id is left out of the wire.
+        ``reasoning`` is a summary streamed before them on ``/v1/responses`` (chat completions ignore it)."""
         scripted = [ScriptedCall(call_id=call_id, name=name, arguments=arguments) for call_id, name, arguments in calls]
-        return self.enqueue(ToolCallsReply(calls=scripted, usage=usage, text=text, argument_piece=argument_piece))
+        summary = (reasoning,) if isinstance(reasoning, str) else tuple(reasoning)
+        reply = ToolCallsReply(calls=scripted, usage=usage, text=text, argument_piece=argument_piece, reasoning=summary)
+        return self.enqueue(reply)
 
     def enqueue_rate_limit(self, retry_after: float = 1) -> LoopbackOpenAIServer:
         """Queue OpenAI's 429 with a ``Retry-After`` header in seconds."""
@@ -287,25 +294,27 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         return web.json_response(answer)
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
-        """``POST /v1/responses`` (the Responses API): text replies only, whole or streamed as its SSE events."""
+        """``POST /v1/responses`` (the Responses API): the reply whole or streamed as its SSE events."""
         taken = await self._scripted_reply(request)
         if isinstance(taken, web.Response):
             return taken
         body, number, reply = taken
-        if not isinstance(reply, TextReply):
-            unsupported = f"{type(reply).__name__} is not served on /v1/responses (text replies only)"
-            return web.json_response(error_body(unsupported, "server_error"), status=500)
+        events, final = openai_responses.shaped_events(body, number, responses_shape(reply, number))
         if body.get("stream") is not True:
-            return web.json_response(openai_responses.whole_response(body, number, reply.text, reply.usage))
+            if final["status"] == "failed":
+                return web.json_response(
+                    {"error": {**final["error"], "type": "server_error", "param": None}}, status=500
+                )
+            return web.json_response(final)
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
         )
         await response.prepare(request)
-        chunks = reply.chunks if reply.chunks is not None else [reply.text]
-        for event in openai_responses.stream_events(body, number, chunks, reply.usage):
+        delay = reply.chunk_delay if isinstance(reply, TextReply) else 0.0
+        for event in events:
             await response.write(openai_responses.sse(event))
-            if reply.chunk_delay and event["type"] == "response.output_text.delta":
-                await asyncio.sleep(reply.chunk_delay)
+            if delay and event["type"] == "response.output_text.delta":
+                await asyncio.sleep(delay)
         await response.write_eof()
         return response
 
@@ -348,6 +357,36 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         return response
 
 
+_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+def responses_shape(reply: Reply, number: int) -> openai_responses.ResponsesShape:
+    """What a scripted reply looks like as a Responses answer (a call without an id gets one: the API always sends
+    ``call_id``)."""
+    assert not isinstance(reply, ErrorReply)
+    if isinstance(reply, StreamErrorReply):
+        message = str(reply.error.get("message", ""))
+        return openai_responses.ResponsesShape(chunks=reply.before, failure=("server_error", message))
+    if isinstance(reply, TextReply):
+        return openai_responses.ResponsesShape(
+            reasoning=reply.reasoning,
+            chunks=reply.chunks if reply.chunks is not None else [reply.text],
+            usage=reply.usage,
+            incomplete=_INCOMPLETE.get(reply.finish_reason),
+        )
+    calls = [
+        (call.call_id or f"call_loopback{number:06d}_{index}", call.name, call.arguments_text)
+        for index, call in enumerate(reply.calls)
+    ]
+    return openai_responses.ResponsesShape(
+        reasoning=reply.reasoning,
+        chunks=[reply.text] if reply.text else [],
+        calls=calls,
+        argument_piece=reply.argument_piece,
+        usage=reply.usage,
+    )
+
+
 def _event(payload: Json) -> bytes:
     return f"data: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
 
@@ -356,7 +395,7 @@ def reply_from_json(item: Json) -> Reply:
     """Read one scripted reply of a ``--script`` file.
 
     Shapes: ``{"type": "text", "text", "chunks"?, "usage"?: [in, out], "reasoning"?}``,
-    ``{"type": "tool_calls", "calls": [{"id"?, "name", "arguments"}], "usage"?, "text"?}``,
+    ``{"type": "tool_calls", "calls": [{"id"?, "name", "arguments"}], "usage"?, "text"?, "reasoning"?}``,
     ``{"type": "error", "status", "body", "headers"?}``.
     """
     usage = tuple(item["usage"]) if item.get("usage") is not None else None
@@ -371,7 +410,13 @@ def reply_from_json(item: Json) -> Reply:
             )
         case "tool_calls":
             calls = [ScriptedCall(call_id=c.get("id"), name=c["name"], arguments=c["arguments"]) for c in item["calls"]]
-            return ToolCallsReply(calls=calls, usage=usage, text=item.get("text", ""))
+            reasoning = item.get("reasoning") or ()
+            return ToolCallsReply(
+                calls=calls,
+                usage=usage,
+                text=item.get("text", ""),
+                reasoning=(reasoning,) if isinstance(reasoning, str) else tuple(reasoning),
+            )
         case "error":
             return ErrorReply(status=int(item["status"]), body=item["body"], headers=item.get("headers") or {})
     raise ValueError(f"unknown reply type {item.get('type')!r}")
@@ -396,6 +441,7 @@ __all__ = [
     "error_body",
     "main",
     "reply_from_json",
+    "responses_shape",
     "stream_deltas",
 ]
 
