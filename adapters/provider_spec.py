@@ -43,12 +43,14 @@ class Connection:
         base_url: The API base URL; ``None`` means the SDK's default.
         model: The configured model (Azure: the deployment), when set.
         headers: Extra headers of every request (Azure's ``api-key``).
+        api: The wire API of an OpenAI provider (``responses`` or ``chat``); ``None`` for chat completions.
     """
 
     api_key: str
     base_url: str | None
     model: str | None
     headers: dict[str, str] | None = None
+    api: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictInt, ValidationError
 from pydantic.alias_generators import to_camel
@@ -68,6 +68,7 @@ class OpenAISection(ConfigSection):
     api_key: Text | None = _secret()
     model: Text | None = None
     endpoint: Text = "https://api.openai.com/v1"
+    api: Literal["responses", "chat"] | None = None  # unset: Responses for api.openai.com, chat completions elsewhere
 
 
 class AnthropicSection(ConfigSection):
@@ -92,6 +93,7 @@ class AzureOpenAISection(ConfigSection):
     endpoint: Text | None = None
     api_key: Text | None = _secret()
     deployment_name: Text | None = None
+    api: Literal["responses", "chat"] | None = None  # unset: chat completions (Responses is regional on Azure)
 
 
 class XAISection(ConfigSection):

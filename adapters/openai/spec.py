@@ -43,7 +43,18 @@ def azure_base_url(endpoint: str) -> str:
 
 
 def openai_client(name: str, connection: Connection, model: str) -> ChatClient:
-    """The chat client of an OpenAI-compatible provider."""
+    """The chat client of an OpenAI-compatible provider: over the Responses API when its connection says so, else
+    over chat completions."""
+    if connection.api == "responses":
+        from ironhive.adapters.openai.responses_client import OpenAIResponsesChatClient
+
+        return OpenAIResponsesChatClient(
+            api_key=connection.api_key,
+            model=model,
+            base_url=connection.base_url,
+            provider_name=name,
+            default_headers=connection.headers,
+        )
     from ironhive.adapters.openai.client import OpenAIChatClient
 
     return OpenAIChatClient(
@@ -105,10 +116,13 @@ def _openai_default_endpoint() -> str:
 
 
 def _openai(config: IronHiveConfig) -> Connection:
+    """OpenAI's own endpoint speaks Responses unless ``openai.api`` says otherwise; another endpoint (an
+    OpenAI-compatible server) speaks chat completions unless ``openai.api: responses``."""
     endpoint = config.openai.endpoint
     default = endpoint.rstrip("/") == _openai_default_endpoint().rstrip("/")
+    api = config.openai.api or ("responses" if default else "chat")
     return Connection(
-        api_key=config.openai.api_key or "", base_url=None if default else endpoint, model=config.openai.model
+        api_key=config.openai.api_key or "", base_url=None if default else endpoint, model=config.openai.model, api=api
     )
 
 
@@ -134,6 +148,7 @@ def _azure(config: IronHiveConfig) -> Connection:
         base_url=azure_base_url(azure.endpoint or ""),
         model=azure.deployment_name,
         headers={"api-key": azure.api_key or ""},
+        api=azure.api or "chat",
     )
 
 

@@ -400,12 +400,22 @@ def test_every_listed_variable_reaches_its_key(home: Path, project: Path) -> Non
         "embeddingModel": "gpu-embed",
         "rerankModel": "gpu-rerank",
     }
-    assert dumped["openai"] == {"apiKey": "oa-key", "model": "oa-model", "endpoint": "http://127.0.0.1:1/v1"}
+    assert dumped["openai"] == {
+        "apiKey": "oa-key",
+        "model": "oa-model",
+        "endpoint": "http://127.0.0.1:1/v1",
+        "api": None,
+    }
     # No variable sets the endpoint of these two (an ironhive addition, configured in YAML only).
     assert dumped["anthropic"] == {"apiKey": "an-key", "model": "an-model", "endpoint": None}
     assert dumped["googleai"] == {"apiKey": "g-key", "model": "g-model", "endpoint": None}
     assert dumped["xai"] == {"endpoint": "http://x/v1", "apiKey": "x-key", "model": "x-model"}
-    assert dumped["azureopenai"] == {"endpoint": "http://az", "apiKey": "az-key", "deploymentName": "az-deploy"}
+    assert dumped["azureopenai"] == {
+        "endpoint": "http://az",
+        "apiKey": "az-key",
+        "deploymentName": "az-deploy",
+        "api": None,
+    }
     assert dumped["ollama"] == {"endpoint": "http://ol", "model": "ol-model", "enabled": True}
     assert dumped["lmstudio"] == {"endpoint": "http://lm", "model": "lm-model", "enabled": True}
     assert dumped["lmsupply"]["enabled"] is False

@@ -36,7 +36,7 @@ def test_top_level_spellings() -> None:
 def test_defaults() -> None:
     dumped = IronHiveConfig().model_dump(by_alias=True)
     assert dumped["daemon"] == {"enabled": None, "idleSeconds": 300.0}
-    assert dumped["openai"] == {"apiKey": None, "model": None, "endpoint": "https://api.openai.com/v1"}
+    assert dumped["openai"] == {"apiKey": None, "model": None, "endpoint": "https://api.openai.com/v1", "api": None}
     assert dumped["xai"]["endpoint"] == "https://api.x.ai/v1"
     assert dumped["ollama"] == {"endpoint": "http://localhost:11434", "model": None, "enabled": False}
     assert dumped["lmstudio"] == {"endpoint": "http://localhost:1234/v1", "model": None, "enabled": False}
@@ -51,7 +51,7 @@ def test_defaults() -> None:
         "huggingFaceFile": None,
         "extraBufferTypes": None,
     }
-    assert dumped["azureopenai"] == {"endpoint": None, "apiKey": None, "deploymentName": None}
+    assert dumped["azureopenai"] == {"endpoint": None, "apiKey": None, "deploymentName": None, "api": None}
     assert dumped["chatBehavior"] == {"maximumIterationsPerRequest": 10, "maximumConsecutiveErrorsPerRequest": 3}
     assert dumped["advisor"] == {"provider": None, "model": None, "maxCalls": 5}
     assert dumped["skills"] == {
