@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 
 from google.genai import types
 
-from ironhive.adapters.google.reasoning import WireCall, call_state, wire_call_of
+from ironhive.adapters.google.reasoning import (
+    WireCall,
+    call_state,
+    text_signature_of,
+    text_signature_part,
+    wire_call_of,
+)
 from ironhive.adapters.google.schema import to_gemini_schema
 from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.tool_calls import make_tool_call
@@ -83,7 +89,8 @@ def to_gemini_contents(messages: Sequence[ChatMessage], model: str = "") -> tupl
 
     System messages become the system instruction; user text and tool results become ``user`` contents, assistant
     text and tool calls ``model`` contents. Consecutive messages of one role are merged, as Gemini wants the roles to
-    alternate. Thinking is never sent back: Gemini reads nothing from thought summaries.
+    alternate. Thought summaries are not sent back (Gemini reads nothing from them); a thought signature the model put
+    on its answer goes back on the answer's last text part.
 
     Args:
         messages: The conversation, oldest first; Gemini's wire ids and thought signatures travel in its calls' state.
@@ -116,7 +123,7 @@ def to_gemini_contents(messages: Sequence[ChatMessage], model: str = "") -> tupl
     for role, items in turns:
         if role == "model":
             calls = [item for item in items if isinstance(item, ToolCallPart)]
-            contents.append(types.Content(role="model", parts=_model_parts(items, wires)))
+            contents.append(types.Content(role="model", parts=_model_parts(items, wires, model)))
         else:
             contents.append(types.Content(role="user", parts=_user_parts(items, calls, wires)))
             calls = []
@@ -131,6 +138,10 @@ def _turn_items(message: ChatMessage) -> tuple[str | None, list[ContentPart]]:
             kept: list[ContentPart] = [
                 p for p in message.parts if isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and p.text)
             ]
+            signed = [p for p in message.parts if isinstance(p, ThinkingPart) and p.opaque is not None]
+            last_text = max((i for i, p in enumerate(kept) if isinstance(p, TextPart)), default=None)
+            if signed and last_text is not None:
+                kept.insert(last_text + 1, signed[-1])  # its signature goes onto the text part before it
             return "model", kept
         case Role.USER:
             text = [TextPart(text=message.text)] if message.text else []
@@ -138,11 +149,14 @@ def _turn_items(message: ChatMessage) -> tuple[str | None, list[ContentPart]]:
     return "user", list(message.tool_results)  # a tool message means only its results
 
 
-def _model_parts(items: Sequence[ContentPart], wires: Mapping[str, WireCall]) -> list[types.Part]:
+def _model_parts(items: Sequence[ContentPart], wires: Mapping[str, WireCall], model: str) -> list[types.Part]:
     parts: list[types.Part] = []
     for item in items:
         if isinstance(item, TextPart):
             parts.append(types.Part(text=item.text))
+        elif isinstance(item, ThinkingPart):
+            if (signature := text_signature_of(item, model)) is not None and parts and parts[-1].text is not None:
+                parts[-1].thought_signature = signature
         elif isinstance(item, ToolCallPart):
             wire = wires.get(item.call_id)
             # Unparseable arguments were answered with an error already; Gemini's args must be an object.
@@ -320,6 +334,7 @@ class StreamAccumulator:
         self._id_factory = id_factory
         self._model = model
         self._calls: list[ToolCallPart] = []
+        self._thoughts: list[str] = []  # thought text since the last signature closed a block
         self._usage: Usage | None = None
         self._finished = False
 
@@ -337,10 +352,16 @@ class StreamAccumulator:
         for part in candidate.content.parts or () if candidate.content else ():
             if part.function_call is not None:
                 self._calls.append(_tool_call(part, self._id_factory, self._model))
-            elif part.text and part.thought:
+                continue
+            if part.text and part.thought:
+                self._thoughts.append(part.text)
                 updates.append(ChatUpdate(thinking_delta=part.text))
             elif part.text:
                 updates.append(ChatUpdate(text_delta=part.text))
+            if part.thought_signature:
+                thoughts, self._thoughts = "".join(self._thoughts), []
+                block = text_signature_part(thoughts, part.thought_signature, self._model)
+                updates.append(ChatUpdate(thinking_block=block))
         if candidate.finish_reason is not None and not self._finished:
             self._finished = True
             calls, self._calls = tuple(self._calls), []
@@ -378,13 +399,18 @@ def to_chat_response(
     thoughts: list[str] = []
     texts: list[str] = []
     calls: list[ToolCallPart] = []
+    signature: bytes | None = None  # the last one on a part that is not a call
     for part in candidate.content.parts or () if candidate.content else ():
         if part.function_call is not None:
             calls.append(_tool_call(part, id_factory, model))
-        elif part.text:
+            continue
+        if part.text:
             (thoughts if part.thought else texts).append(part.text)
+        signature = part.thought_signature or signature
     parts: list[ContentPart] = []
-    if thoughts:
+    if signature is not None:
+        parts.append(text_signature_part("".join(thoughts), signature, model))
+    elif thoughts:
         parts.append(ThinkingPart(text="".join(thoughts)))
     if texts:
         parts.append(TextPart(text="".join(texts)))

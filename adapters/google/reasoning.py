@@ -7,7 +7,7 @@ import binascii
 import json
 from dataclasses import dataclass
 
-from ironhive.ports.chat import OpaqueState, ToolCallPart
+from ironhive.ports.chat import OpaqueState, ThinkingPart, ToolCallPart
 
 PROVIDER = "google"
 """The provider name the state is stamped with; state of any other provider is never sent to Gemini."""
@@ -34,29 +34,54 @@ def call_state(wire_id: str | None, signature: bytes | None, model: str) -> Opaq
     return OpaqueState(provider=PROVIDER, data=json.dumps({"id": wire_id, "signature": encoded}), model=model)
 
 
+def text_signature_part(thoughts: str, signature: bytes, model: str) -> ThinkingPart:
+    """The thinking closed by a thought signature Gemini put on a part that is not a function call (the last part of
+    an answer, often an empty text part when streaming); it goes back on the answer's last text part."""
+    encoded = base64.b64encode(signature).decode("ascii")
+    return ThinkingPart(
+        text=thoughts, opaque=OpaqueState(provider=PROVIDER, data=json.dumps({"text_signature": encoded}), model=model)
+    )
+
+
+def text_signature_of(part: ThinkingPart, model: str) -> bytes | None:
+    """The text part's thought signature ``part`` keeps for ``model``; ``None`` for none, another model's or
+    provider's, or an unreadable one."""
+    state = _state(part.opaque)
+    encoded = state.get("text_signature") if state is not None else None
+    if not isinstance(encoded, str) or part.opaque is None or part.opaque.model not in (None, model):
+        return None
+    return _decode(encoded)
+
+
 def wire_call_of(call: ToolCallPart, model: str) -> WireCall | None:
     """What goes back to ``model`` with ``call``: ``None`` for a call with no readable Gemini state.
 
     The signature goes back only to the model that issued it (another model gets the documented dummy instead); the
     wire id pairs the call with its result whichever Gemini model reads it.
     """
-    opaque = call.opaque
+    state = _state(call.opaque)
+    if state is None or call.opaque is None:
+        return None
+    wire_id, encoded = state.get("id"), state.get("signature")
+    signature = _decode(encoded) if isinstance(encoded, str) and call.opaque.model in (None, model) else None
+    return WireCall(wire_id=wire_id if isinstance(wire_id, str) else None, signature=signature)
+
+
+def _state(opaque: OpaqueState | None) -> dict[str, object] | None:
     if opaque is None or opaque.provider != PROVIDER:
         return None
     try:
         state = json.loads(opaque.data)
     except json.JSONDecodeError:
         return None
-    if not isinstance(state, dict):
+    return state if isinstance(state, dict) else None
+
+
+def _decode(encoded: str) -> bytes | None:
+    try:
+        return base64.b64decode(encoded, validate=True) or None
+    except binascii.Error:
         return None
-    wire_id, encoded = state.get("id"), state.get("signature")
-    signature: bytes | None = None
-    if isinstance(encoded, str) and opaque.model in (None, model):
-        try:
-            signature = base64.b64decode(encoded, validate=True) or None
-        except binascii.Error:
-            signature = None
-    return WireCall(wire_id=wire_id if isinstance(wire_id, str) else None, signature=signature)
 
 
-__all__ = ["PROVIDER", "WireCall", "call_state", "wire_call_of"]
+__all__ = ["PROVIDER", "WireCall", "call_state", "text_signature_of", "text_signature_part", "wire_call_of"]

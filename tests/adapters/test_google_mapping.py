@@ -32,7 +32,13 @@ from ironhive.adapters.google.mapping import (
     to_usage,
     uses_thinking_level,
 )
-from ironhive.adapters.google.reasoning import WireCall, call_state, wire_call_of
+from ironhive.adapters.google.reasoning import (
+    WireCall,
+    call_state,
+    text_signature_of,
+    text_signature_part,
+    wire_call_of,
+)
 from ironhive.adapters.google.schema import to_gemini_schema
 from ironhive.domain.errors import ConfigurationError, ContextOverflowError, ProviderError
 from ironhive.ports.chat import (
@@ -172,6 +178,33 @@ def test_the_stored_state_gives_back_what_gemini_sent(wire_id: str | None, signa
 )
 def test_a_call_without_readable_gemini_state_has_no_wire_call(opaque: OpaqueState | None) -> None:
     assert wire_call_of(ToolCallPart(call_id="c", name="t", arguments={}, opaque=opaque), MODEL) is None
+
+
+def test_an_answers_signature_goes_back_on_its_last_text_part_for_the_same_model_only() -> None:
+    signed = text_signature_part("plan", b"sig-t", MODEL)
+    answer = ChatMessage(role=Role.ASSISTANT, parts=(signed, TextPart(text="Hi"), TextPart(text="there")))
+    bare = ChatMessage(role=Role.ASSISTANT, parts=(signed,))  # no text to carry it: nothing is sent
+
+    _, contents = to_gemini_contents([answer, ChatMessage.of_text(Role.USER, "ok"), bare], MODEL)
+    _, elsewhere = to_gemini_contents([answer], "gemini-2.5-flash")
+
+    assert dump(contents) == [
+        {"role": "model", "parts": [{"text": "Hi"}, {"text": "there", "thoughtSignature": "c2lnLXQ="}]},
+        {"role": "user", "parts": [{"text": "ok"}]},
+    ]
+    assert dump(elsewhere) == [{"role": "model", "parts": [{"text": "Hi"}, {"text": "there"}]}]
+
+
+def test_a_whole_answer_keeps_its_signature_with_its_thoughts() -> None:
+    answer = response(
+        [{"text": "why", "thought": True}, {"text": "Because.", "thoughtSignature": "c2ln"}], finish="STOP"
+    )
+
+    result = to_chat_response(answer, ids(), MODEL)
+
+    assert result.message.parts == (text_signature_part("why", b"sig", MODEL), TextPart(text="Because."))
+    thinking = result.message.parts[0]
+    assert isinstance(thinking, ThinkingPart) and text_signature_of(thinking, MODEL) == b"sig"
 
 
 def test_a_malformed_stored_signature_is_dropped_not_sent() -> None:
@@ -557,6 +590,7 @@ def test_accumulator_keeps_thoughts_apart_and_reports_the_last_usage_last() -> N
         ChatUpdate(thinking_delta="plan"),
         ChatUpdate(text_delta="Hi"),
         ChatUpdate(text_delta=" there"),
+        ChatUpdate(thinking_block=text_signature_part("plan", b"sig", MODEL)),  # the answer's signature closes it
         ChatUpdate(finish_reason="stop"),
         ChatUpdate(usage=Usage(input_tokens=3, output_tokens=7)),
     ]
