@@ -1,4 +1,4 @@
-"""The agent loop keeps providers' closed reasoning blocks, with their opaque state, in the stored assistant message."""
+"""Providers' opaque reasoning state in the domain: the loop keeps closed blocks with it; a cut block loses it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ironhive.domain.agent_loop import AgentLoop
+from ironhive.domain.context.fit import fit_to_limit
+from ironhive.domain.context.tokens import MessageTokenCache
 from ironhive.domain.turn import ThinkingDelta
 from ironhive.ports.chat import (
     ChatMessage,
@@ -95,3 +97,21 @@ async def test_whole_responses_keep_each_thinking_part_with_its_state() -> None:
 
     assert loop.history[-1].parts == parts
     assert turn.content == "ok"
+
+
+def test_a_signed_thinking_block_cut_to_fit_the_window_loses_its_signature_and_an_uncut_one_keeps_it() -> None:
+    long = ThinkingPart(text="t" * 40_000, opaque=state(1))
+    short = ThinkingPart(text="brief", opaque=state(2))
+    history = [
+        ChatMessage.of_text(Role.USER, "go"),
+        ChatMessage(role=Role.ASSISTANT, parts=(short, TextPart(text="one"))),
+        ChatMessage.of_text(Role.USER, "again"),
+        ChatMessage(role=Role.ASSISTANT, parts=(long, TextPart(text="two"))),
+        ChatMessage.of_text(Role.USER, "last"),
+    ]
+
+    fitted = fit_to_limit(history, limit=3000, tokens=MessageTokenCache()).messages
+
+    kept = [part for message in fitted for part in message.parts if isinstance(part, ThinkingPart)]
+    assert kept[0] == short
+    assert len(kept[1].text) < len(long.text) and kept[1].opaque is None
