@@ -135,10 +135,18 @@ class ChatMessage:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
-    """Token counts a provider reported; ``None`` where it reported nothing."""
+    """Token counts a provider reported; ``None`` where it reported nothing.
+
+    The same meaning for every provider: ``input_tokens`` counts all prompt tokens (including those read from or
+    written to a prompt cache) and ``output_tokens`` all generated tokens (including reasoning). The two detail counts
+    are parts of those totals, never added to them: ``cached_input_tokens`` of the input was read from the provider's
+    prompt cache, ``reasoning_tokens`` of the output was spent on reasoning.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int | None:
@@ -151,6 +159,8 @@ class Usage:
         return Usage(
             input_tokens=_add_optional(self.input_tokens, other.input_tokens),
             output_tokens=_add_optional(self.output_tokens, other.output_tokens),
+            cached_input_tokens=_add_optional(self.cached_input_tokens, other.cached_input_tokens),
+            reasoning_tokens=_add_optional(self.reasoning_tokens, other.reasoning_tokens),
         )
 
 

@@ -59,7 +59,11 @@ def to_finish_reason(raw: str | None) -> FinishReason | None:
 def to_usage(usage: SdkUsage) -> Usage:
     """Map the API's token counts; input includes the tokens written to and read from the prompt cache."""
     cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
-    return Usage(input_tokens=usage.input_tokens + cached, output_tokens=usage.output_tokens)
+    return Usage(
+        input_tokens=usage.input_tokens + cached,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cache_read_input_tokens,
+    )
 
 
 @dataclass(slots=True)
@@ -90,6 +94,7 @@ class StreamAccumulator:
         self._blocks: dict[int, _OpenBlock] = {}
         self._tokens = {"input": 0, "cache_creation": 0, "cache_read": 0, "output": 0}
         self._usage_known = False
+        self._cache_read_known = False
         self._usage_sent = False
 
     def feed(self, event: RawMessageStreamEvent) -> list[ChatUpdate]:
@@ -169,7 +174,9 @@ class StreamAccumulator:
             tokens = self._tokens
             total_input = tokens["input"] + tokens["cache_creation"] + tokens["cache_read"]
             usage_update = Usage(
-                input_tokens=total_input if self._usage_known else None, output_tokens=tokens["output"]
+                input_tokens=total_input if self._usage_known else None,
+                output_tokens=tokens["output"],
+                cached_input_tokens=tokens["cache_read"] if self._cache_read_known else None,
             )
             updates.append(ChatUpdate(usage=usage_update))
         return updates
@@ -180,6 +187,8 @@ class StreamAccumulator:
             if value is not None:
                 self._tokens[key] = value
                 self._usage_known = True
+        if cache_read is not None:
+            self._cache_read_known = True
 
 
 def to_chat_response(message: Message, id_factory: Callable[[], str]) -> ChatResponse:

@@ -282,13 +282,22 @@ def build_request(messages: Sequence[ChatMessage], options: ChatOptions, *, defa
 
 
 def to_usage(usage: types.GenerateContentResponseUsageMetadata) -> Usage | None:
-    """Map Gemini's token counts onto ``Usage``; thought tokens count as output. ``None`` when nothing was counted."""
+    """Map Gemini's token counts onto ``Usage``; ``None`` when nothing was counted.
+
+    Gemini's ``candidates_token_count`` excludes thoughts, so output adds ``thoughts_token_count`` (reported again as
+    the reasoning part); ``prompt_token_count`` includes cached content (reported again as the cached part).
+    """
     output: int | None = None
     if usage.candidates_token_count is not None or usage.thoughts_token_count is not None:
         output = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
     if usage.prompt_token_count is None and output is None:
         return None
-    return Usage(input_tokens=usage.prompt_token_count, output_tokens=output)
+    return Usage(
+        input_tokens=usage.prompt_token_count,
+        output_tokens=output,
+        cached_input_tokens=usage.cached_content_token_count,
+        reasoning_tokens=usage.thoughts_token_count,
+    )
 
 
 def to_finish_reason(raw: types.FinishReason | str | None, *, has_tool_calls: bool = False) -> FinishReason | None:

@@ -211,8 +211,15 @@ def tool_call_part(call_id: str, name: str, arguments_text: str) -> ToolCallPart
 
 
 def to_usage(usage: CompletionUsage) -> Usage:
-    """Map the API's token counts onto ``Usage``."""
-    return Usage(input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens)
+    """Map the API's token counts (cached prompt and reasoning tokens are within the totals) onto ``Usage``."""
+    prompt_details = usage.prompt_tokens_details
+    completion_details = usage.completion_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_input_tokens=None if prompt_details is None else prompt_details.cached_tokens,
+        reasoning_tokens=None if completion_details is None else completion_details.reasoning_tokens,
+    )
 
 
 def to_finish_reason(raw: str | None, *, has_tool_calls: bool = False) -> FinishReason | None:

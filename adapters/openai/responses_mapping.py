@@ -209,7 +209,14 @@ def build_responses_request(
 
 def to_usage(usage: ResponseUsage) -> Usage:
     """Map the API's token counts (cached input and reasoning output are within the totals) onto ``Usage``."""
-    return Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    input_details = getattr(usage, "input_tokens_details", None)
+    output_details = getattr(usage, "output_tokens_details", None)
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=None if input_details is None else input_details.cached_tokens,
+        reasoning_tokens=None if output_details is None else output_details.reasoning_tokens,
+    )
 
 
 def finish_reason(response: Response, *, has_tool_calls: bool) -> FinishReason:

@@ -86,7 +86,9 @@ async def test_streamed_text_arrives_as_ordered_deltas_then_finish_then_usage(
 
     assert [update.text_delta for update in updates if update.text_delta] == ["Hel", "lo", " the", "re"]
     assert [update.finish_reason for update in updates if update.finish_reason] == ["stop"]
-    assert [update.usage for update in updates if update.usage] == [Usage(input_tokens=10, output_tokens=4)]
+    assert [update.usage for update in updates if update.usage] == [
+        Usage(input_tokens=10, output_tokens=4, cached_input_tokens=0)
+    ]
     assert updates[-1].usage is not None
     request = server.requests[0]
     assert request["stream"] is True
@@ -105,7 +107,7 @@ async def test_non_streaming_text_with_usage(server: LoopbackAnthropicServer, cl
 
     assert response.message.role is Role.ASSISTANT
     assert response.message.parts == (TextPart(text="Hello"),)
-    assert response.usage == Usage(input_tokens=7, output_tokens=1)
+    assert response.usage == Usage(input_tokens=7, output_tokens=1, cached_input_tokens=0)
     assert response.finish_reason == "length"
     assert "stream" not in server.requests[0]
 
@@ -125,8 +127,8 @@ async def test_cache_tokens_count_as_input(server: LoopbackAnthropicServer, clie
     streamed = [update.usage for update in await collect(client) if update.usage]
     whole = await client.get_response(HELLO, ChatOptions())
 
-    assert streamed == [Usage(input_tokens=2512, output_tokens=30)]
-    assert whole.usage == Usage(input_tokens=2512, output_tokens=30)
+    assert streamed == [Usage(input_tokens=2512, output_tokens=30, cached_input_tokens=500)]
+    assert whole.usage == Usage(input_tokens=2512, output_tokens=30, cached_input_tokens=500)
 
 
 # -- tool calls -----------------------------------------------------------------------------------------------------
@@ -152,7 +154,7 @@ async def test_tool_input_in_pieces_arrives_as_one_complete_call(
     ]
     assert [update.finish_reason for update in updates if update.finish_reason] == ["tool_calls"]
     assert all(not update.text_delta for update in updates)
-    assert updates[-1].usage == Usage(input_tokens=30, output_tokens=12)
+    assert updates[-1].usage == Usage(input_tokens=30, output_tokens=12, cached_input_tokens=0)
 
 
 def test_the_loopback_server_streams_tool_input_in_pieces() -> None:

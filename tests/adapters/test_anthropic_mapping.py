@@ -492,7 +492,7 @@ def test_accumulator_keeps_thinking_apart_and_sends_usage_once_with_the_finish()
         ChatUpdate(thinking_block=signed_part("Let me see.", "sig-9")),
         ChatUpdate(text_delta="Hi"),
         ChatUpdate(finish_reason="stop"),
-        ChatUpdate(usage=Usage(input_tokens=510, output_tokens=42)),
+        ChatUpdate(usage=Usage(input_tokens=510, output_tokens=42, cached_input_tokens=300)),
     ]
 
 
@@ -506,7 +506,9 @@ def test_usage_restated_by_the_final_delta_wins_and_is_sent_only_once() -> None:
         ],
     )
 
-    assert [update.usage for update in updates if update.usage] == [Usage(input_tokens=111, output_tokens=3)]
+    assert [update.usage for update in updates if update.usage] == [
+        Usage(input_tokens=111, output_tokens=3, cached_input_tokens=100)
+    ]
 
 
 def test_interleaved_tool_blocks_become_complete_calls_in_stop_order() -> None:
@@ -596,7 +598,7 @@ def test_a_whole_message_maps_onto_parts_usage_and_signed_thinking() -> None:
         TextPart(text="ok"),
         ToolCallPart(call_id="gen_1", name="grep", arguments={"q": "x"}, arguments_text='{"q": "x"}'),
     )
-    assert response.usage == Usage(input_tokens=42, output_tokens=3)
+    assert response.usage == Usage(input_tokens=42, output_tokens=3, cached_input_tokens=40)
     assert response.finish_reason == "tool_calls"
 
 

@@ -119,7 +119,9 @@ async def test_usage_is_the_last_chunks_running_total_not_a_sum(
 
     updates = await collect(client)
 
-    assert [update.usage for update in updates if update.usage] == [Usage(input_tokens=7, output_tokens=42)]
+    assert [update.usage for update in updates if update.usage] == [
+        Usage(input_tokens=7, output_tokens=42, reasoning_tokens=12)
+    ]
 
 
 async def test_non_streaming_text_with_usage_and_finish_reason(

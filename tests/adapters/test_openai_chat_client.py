@@ -74,7 +74,7 @@ async def test_streamed_text_arrives_as_ordered_deltas_then_finish_then_usage(
 
     assert [update.text_delta for update in updates if update.text_delta] == ["Hel", "lo", " the", "re"]
     assert [update.finish_reason for update in updates if update.finish_reason] == ["stop"]
-    assert updates[-1].usage == Usage(input_tokens=10, output_tokens=4)
+    assert updates[-1].usage == Usage(input_tokens=10, output_tokens=4, cached_input_tokens=0, reasoning_tokens=0)
     request = server.requests[0]
     assert request["stream"] is True
     assert request["stream_options"] == {"include_usage": True}
@@ -89,7 +89,7 @@ async def test_non_streaming_text_with_usage(server: LoopbackOpenAIServer, clien
 
     assert response.message.role is Role.ASSISTANT
     assert response.message.parts == (TextPart(text="Hello"),)
-    assert response.usage == Usage(input_tokens=7, output_tokens=1)
+    assert response.usage == Usage(input_tokens=7, output_tokens=1, cached_input_tokens=0, reasoning_tokens=0)
     assert response.finish_reason == "length"
     assert "stream" not in server.requests[0]
 
@@ -123,7 +123,7 @@ async def test_tool_call_split_over_chunks_arrives_once_complete_and_parsed(
     )
     assert calls[0].finish_reason == "tool_calls"
     assert all(not update.text_delta for update in updates)
-    assert updates[-1].usage == Usage(input_tokens=30, output_tokens=12)
+    assert updates[-1].usage == Usage(input_tokens=30, output_tokens=12, cached_input_tokens=0, reasoning_tokens=0)
 
 
 def test_the_loopback_server_splits_arguments_over_several_deltas() -> None:

@@ -66,7 +66,9 @@ async def test_streamed_text_then_finish_with_usage(
     server.enqueue_text("Hello there.", chunks=["Hello ", "there."], usage=(12, 3))
     updates = await collect(client)
     assert [u.text_delta for u in updates if u.text_delta] == ["Hello ", "there."]
-    assert updates[-1].finish_reason == "stop" and updates[-1].usage == Usage(input_tokens=12, output_tokens=3)
+    assert updates[-1].finish_reason == "stop" and updates[-1].usage == Usage(
+        input_tokens=12, output_tokens=3, cached_input_tokens=0, reasoning_tokens=0
+    )
     (request,) = server.requests
     assert request["stream"] is True and request["store"] is False
     assert request["include"] == ["reasoning.encrypted_content"] and request["reasoning"] == {"summary": "auto"}
@@ -141,7 +143,9 @@ async def test_whole_response_keeps_reasoning_text_and_calls(
     thinking, call = response.message.parts
     assert isinstance(thinking, ThinkingPart) and thinking.text == "Think." and thinking.opaque is not None
     assert isinstance(call, ToolCallPart) and call.arguments is None and call.parse_error
-    assert response.finish_reason == "tool_calls" and response.usage == Usage(input_tokens=20, output_tokens=7)
+    assert response.finish_reason == "tool_calls" and response.usage == Usage(
+        input_tokens=20, output_tokens=7, cached_input_tokens=0, reasoning_tokens=0
+    )
 
 
 async def test_cut_at_max_output_tokens_is_length(
