@@ -24,7 +24,7 @@ def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[LlamaCppCha
     (tmp_path / "home").mkdir()
     (tmp_path / "project").mkdir()
     clients: list[LlamaCppChatClient] = []
-    monkeypatch.setattr(LlamaCppChatClient, "start_early", lambda self: clients.append(self))
+    monkeypatch.setattr(LlamaCppChatClient, "start_early", lambda self, resident=None: clients.append(self))
     return clients
 
 
