@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -13,7 +14,8 @@ from urllib.parse import urlparse
 from dependency_injector import containers, providers
 
 from ironhive import assembly
-from ironhive.adapters.openai.spec import OLLAMA_ENDPOINT, ollama_base_url
+from ironhive.adapters.openai.spec import OLLAMA_ENDPOINT, ollama_base_url, openai_client
+from ironhive.adapters.provider_spec import Connection
 from ironhive.adapters.system import SystemClock, UuidIdGenerator
 from ironhive.domain.agent_loop import AgentLoop, TurnObserver
 from ironhive.domain.context.config import CompactionConfig
@@ -300,21 +302,38 @@ class IronHiveContainer:
         return self
 
     def add_ironhive_with_openai(
-        self, api_key: str, model: str = "gpt-4o-mini", *, endpoint: str | None = None, **settings: object
+        self,
+        api_key: str,
+        model: str = "gpt-4o-mini",
+        *,
+        endpoint: str | None = None,
+        api: str | None = None,
+        **settings: object,
     ) -> Self:
         """Register the agent on OpenAI (or, with ``endpoint``, any server speaking its API).
+
+        As the CLI's ``openai`` provider does, OpenAI's own endpoint is spoken to over the Responses API and any other
+        endpoint (an OpenAI-compatible server) over chat completions, unless ``api`` says which.
 
         Args:
             api_key: The OpenAI API key.
             model: The model name.
             endpoint: The API base URL (default: OpenAI's, or ``OPENAI_BASE_URL`` when set).
+            api: ``"responses"`` or ``"chat"`` to override the choice by endpoint (the config key ``openai.api``).
             **settings: Further ``add_ironhive`` arguments (tools, system_prompt, approval, ...).
 
         Returns:
             The container, for chaining.
+
+        Raises:
+            ValueError: ``api`` is neither ``"responses"`` nor ``"chat"``.
         """
         base_url = _require_endpoint(endpoint) if endpoint is not None else None
-        return self._add_openai_compatible(base_url, _require_text("api_key", api_key), model, "openai", settings)
+        if api is not None and api not in _OPENAI_APIS:
+            raise ValueError(f"api must be one of {', '.join(_OPENAI_APIS)}, not {api!r}.")
+        return self._add_openai_compatible(
+            base_url, _require_text("api_key", api_key), model, "openai", settings, api=api
+        )
 
     def add_ironhive_with_openai_compatible(self, endpoint: str, api_key: str, model: str, **settings: object) -> Self:
         """Register the agent on any server speaking OpenAI chat completions (vLLM, llama.cpp server, ...).
@@ -460,20 +479,43 @@ class IronHiveContainer:
         await self.aclose()
 
     def _add_openai_compatible(
-        self, endpoint: str | None, api_key: str, model: str, provider_name: str, settings: dict[str, object]
+        self,
+        endpoint: str | None,
+        api_key: str,
+        model: str,
+        provider_name: str,
+        settings: dict[str, object],
+        *,
+        api: str | None = "chat",
     ) -> Self:
+        """Register an OpenAI-wire provider; ``api=None`` chooses the API by the endpoint the SDK will use."""
         model = _require_text("model", model)
 
         def build() -> ChatClient:
-            from ironhive.adapters.openai.client import OpenAIChatClient
-
-            return OpenAIChatClient(api_key=api_key, model=model, base_url=endpoint, provider_name=provider_name)
+            wire = api if api is not None else openai_api_for(endpoint, os.environ)
+            connection = Connection(api_key=api_key, base_url=endpoint, model=model, api=wire)
+            return openai_client(provider_name, connection, model)
 
         self.add_ironhive(chat_client_factory=build, **settings)  # type: ignore[arg-type]
         chain: Sequence[ProviderChoice] = self.slots.provider_choices()
         return self.override(
             provider_choices=[ProviderChoice(name=provider_name, model=model, build=build), *chain[1:]]
         )
+
+
+_OPENAI_APIS = ("responses", "chat")
+
+
+def openai_api_for(endpoint: str | None, environ: Mapping[str, str]) -> str:
+    """The API the ``openai`` provider speaks to ``endpoint``: Responses on OpenAI's own, chat completions elsewhere.
+
+    ``None`` means the SDK's default: ``OPENAI_BASE_URL`` when set, else OpenAI's endpoint.
+    """
+    from ironhive.adapters.config.schema import OpenAISection
+
+    own = OpenAISection().endpoint.rstrip("/")
+    effective = endpoint or environ.get("OPENAI_BASE_URL") or own
+    return "responses" if effective.rstrip("/") == own else "chat"
 
 
 def _constant(client: ChatClient) -> Callable[[], ChatClient]:
