@@ -104,4 +104,10 @@ async def to_server_events(chunks: AsyncIterable[AgentChunk]) -> AsyncIterator[S
                         )
             case _:
                 pass
-    yield TurnEndEvent.from_counts(usage.input_tokens, usage.output_tokens, finish_reason=finish_reason)
+    yield TurnEndEvent.from_counts(
+        usage.input_tokens,
+        usage.output_tokens,
+        finish_reason=finish_reason,
+        cached_input_tokens=usage.cached_input_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+    )

@@ -268,6 +268,9 @@ class TurnEndEvent(ServerEvent):
 
     ``finish_reason`` is written only when the answer was cut short (``length``: the output token limit,
     ``repetition``: stopped for repeating itself, ``content_filter``); a turn that ended normally leaves it out.
+    ``cached_input_tokens`` (the part of ``input_tokens`` read from the provider's prompt cache) and
+    ``reasoning_tokens`` (the part of ``output_tokens`` spent on reasoning) are written only when the provider
+    reported them.
     """
 
     type: Literal["turn_end"] = "turn_end"
@@ -275,19 +278,31 @@ class TurnEndEvent(ServerEvent):
     output_tokens: Count | None = None
     total_tokens: Count | None = None
     finish_reason: str | None = None
+    cached_input_tokens: Count | None = None
+    reasoning_tokens: Count | None = None
 
-    wire_omit_when_null: ClassVar[frozenset[str]] = frozenset({"finish_reason"})
+    wire_omit_when_null: ClassVar[frozenset[str]] = frozenset(
+        {"finish_reason", "cached_input_tokens", "reasoning_tokens"}
+    )
 
     @classmethod
     def from_counts(
-        cls, input_tokens: int | None = None, output_tokens: int | None = None, *, finish_reason: str | None = None
+        cls,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        *,
+        finish_reason: str | None = None,
+        cached_input_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
     ) -> TurnEndEvent:
         """Build a ``turn_end`` whose ``total_tokens`` is input + output (null only when both are null).
 
         Args:
             input_tokens: Summed prompt tokens, or None when no usage was reported.
-            output_tokens: Summed completion tokens, or None when no usage was reported.
+            output_tokens: Summed completion tokens (reasoning included), or None when no usage was reported.
             finish_reason: Why the answer was cut short, or None when it ended normally.
+            cached_input_tokens: The part of ``input_tokens`` read from the prompt cache, or None when unreported.
+            reasoning_tokens: The part of ``output_tokens`` spent on reasoning, or None when unreported.
 
         Returns:
             The event.
@@ -295,7 +310,12 @@ class TurnEndEvent(ServerEvent):
         both_unknown = input_tokens is None and output_tokens is None
         total = None if both_unknown else (input_tokens or 0) + (output_tokens or 0)
         return cls(
-            input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total, finish_reason=finish_reason
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=total,
+            finish_reason=finish_reason,
+            cached_input_tokens=cached_input_tokens,
+            reasoning_tokens=reasoning_tokens,
         )
 
 

@@ -104,6 +104,7 @@ EVENTS: dict[str, ServerEvent] = {
     "hitl_request_minimal": HitlRequestEvent(id="abc", action="write_file", target="", description=""),
     "turn_end_sums": TurnEndEvent.from_counts(1834, 212),
     "turn_end_all_null": TurnEndEvent.from_counts(),
+    "turn_end_usage_details": TurnEndEvent.from_counts(1834, 212, cached_input_tokens=1536, reasoning_tokens=64),
     "error": ErrorEvent(message='Unreadable request skipped: "type" missing'),
     "fallback": FallbackEvent(
         kind="fallback", provider_index=1, total_providers=3, category="rate_limit", message="switching provider"

@@ -29,6 +29,8 @@ export type AgentEvent =
       output_tokens: number | null;
       total_tokens: number | null;
       finish_reason?: string;
+      cached_input_tokens?: number;
+      reasoning_tokens?: number;
     }
   | { type: "error"; message: string }
   | {
