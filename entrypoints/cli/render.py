@@ -82,10 +82,34 @@ def without_nulls(fields: dict[str, object]) -> dict[str, object]:
 
 
 def usage_json(usage: Usage) -> dict[str, object] | None:
-    """The camelCase usage object, or ``None`` when the provider reported nothing."""
+    """The camelCase usage object, or ``None`` when the provider reported nothing; the cached and reasoning parts only
+    when reported."""
     if usage.total_tokens is None:
         return None
-    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+    details: dict[str, object] = {
+        "cachedInputTokens": usage.cached_input_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+    }
+    totals: dict[str, object] = {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "totalTokens": usage.total_tokens,
+    }
+    return totals | without_nulls(details)
+
+
+def usage_text(usage: Usage) -> str:
+    """``--show-tokens``' line: ``Tokens: 812 in (512 cached) / 40 out (32 reasoning) / 852 total`` (``?`` unknown)."""
+
+    def shown(value: int | None) -> str:
+        return "?" if value is None else str(value)
+
+    cached = "" if usage.cached_input_tokens is None else f" ({usage.cached_input_tokens} cached)"
+    reasoning = "" if usage.reasoning_tokens is None else f" ({usage.reasoning_tokens} reasoning)"
+    return (
+        f"Tokens: {shown(usage.input_tokens)} in{cached} / {shown(usage.output_tokens)} out{reasoning} / "
+        f"{shown(usage.total_tokens)} total"
+    )
 
 
 def compaction_note(chunk: ContextCompactedChunk) -> str:
@@ -273,7 +297,10 @@ class RunJsonRenderer:
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "total_tokens": usage.total_tokens,
-            },
+            }
+            | without_nulls(
+                {"cached_input_tokens": usage.cached_input_tokens, "reasoning_tokens": usage.reasoning_tokens}
+            ),
         }
         if (reason := cut_reason(turn.finish_reason)) is not None:
             body["finish_reason"] = reason
@@ -361,15 +388,7 @@ class TextRenderer:
             self._err.write(f"[answer cut short: {note}]\n")
             self._err.flush()
         if self._show_tokens:
-            usage = turn.usage
-
-            def shown(value: int | None) -> str:
-                return "?" if value is None else str(value)
-
-            self._write(
-                f"Tokens: {shown(usage.input_tokens)} in / {shown(usage.output_tokens)} out / "
-                f"{shown(usage.total_tokens)} total\n"
-            )
+            self._write(usage_text(turn.usage) + "\n")
 
     def fail(self, message: str, code: int) -> None:
         """Write the error on stderr."""

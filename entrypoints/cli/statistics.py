@@ -21,12 +21,16 @@ class SessionStatistics:
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def add(self, usage: Usage) -> None:
         """Count one finished request."""
         self.requests += 1
         self.input_tokens += usage.input_tokens or 0
         self.output_tokens += usage.output_tokens or 0
+        self.cached_input_tokens += usage.cached_input_tokens or 0
+        self.reasoning_tokens += usage.reasoning_tokens or 0
 
     @property
     def total_tokens(self) -> int:
@@ -45,12 +49,18 @@ class SessionStatistics:
         return (self.input_tokens * FALLBACK_INPUT_PRICE + self.output_tokens * FALLBACK_OUTPUT_PRICE) / 1_000_000
 
     def rows(self) -> list[tuple[str, str]]:
-        """The table rows: label and value."""
+        """The table rows: label and value; the cached and reasoning parts only when a provider reported some."""
         average = self.total_tokens // self.requests if self.requests else 0
+        input_rows = [("Input Tokens", f"{self.input_tokens:,}")]
+        if self.cached_input_tokens:
+            input_rows.append(("  Cached", f"{self.cached_input_tokens:,}"))
+        output_rows = [("Output Tokens", f"{self.output_tokens:,}")]
+        if self.reasoning_tokens:
+            output_rows.append(("  Reasoning", f"{self.reasoning_tokens:,}"))
         return [
             ("Requests", str(self.requests)),
-            ("Input Tokens", f"{self.input_tokens:,}"),
-            ("Output Tokens", f"{self.output_tokens:,}"),
+            *input_rows,
+            *output_rows,
             ("Total Tokens", f"{self.total_tokens:,}"),
             ("Avg per Request", f"{average:,}"),
             ("Est. Cost", f"${self.estimated_cost:.4f}"),
