@@ -592,7 +592,7 @@ def test_accumulator_keeps_thoughts_apart_and_reports_the_last_usage_last() -> N
         ChatUpdate(text_delta=" there"),
         ChatUpdate(thinking_block=text_signature_part("plan", b"sig", MODEL)),  # the answer's signature closes it
         ChatUpdate(finish_reason="stop"),
-        ChatUpdate(usage=Usage(input_tokens=3, output_tokens=7)),
+        ChatUpdate(usage=Usage(input_tokens=3, output_tokens=7, reasoning_tokens=5)),
     ]
     assert accumulator.finish() == []
 
@@ -659,10 +659,10 @@ def test_finish_reasons(raw: str | None, has_calls: bool, expected: str | None) 
     [
         (
             {"promptTokenCount": 5, "candidatesTokenCount": 2, "thoughtsTokenCount": 3},
-            Usage(input_tokens=5, output_tokens=5),
+            Usage(input_tokens=5, output_tokens=5, reasoning_tokens=3),
         ),
         ({"promptTokenCount": 5}, Usage(input_tokens=5)),
-        ({"thoughtsTokenCount": 4}, Usage(output_tokens=4)),
+        ({"thoughtsTokenCount": 4}, Usage(output_tokens=4, reasoning_tokens=4)),
         ({"totalTokenCount": 9}, None),
     ],
 )
