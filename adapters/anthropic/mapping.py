@@ -23,7 +23,7 @@ from anthropic.types import (
 )
 
 from ironhive.adapters.anthropic.reasoning import SignedThinking, block_of
-from ironhive.domain.errors import ConfigurationError
+from ironhive.domain.tool_mode import ToolMode, parse_tool_mode
 from ironhive.ports.chat import (
     ChatMessage,
     ChatOptions,
@@ -207,21 +207,19 @@ def to_anthropic_tool(spec: ToolSpec) -> ToolParam:
 
 
 def to_tool_choice(tool_mode: str) -> ToolChoiceParam:
-    """Map a tool mode (``auto``, ``none``, ``require_any``, ``require:<tool>``) onto ``tool_choice``.
+    """Map a tool mode (see :func:`~ironhive.domain.tool_mode.parse_tool_mode`) onto ``tool_choice``.
 
     Raises:
         ConfigurationError: The mode is not one of the known forms.
     """
-    match tool_mode:
-        case "auto":
-            return {"type": "auto"}
-        case "none":
-            return {"type": "none"}
-        case "require_any":
+    match parse_tool_mode(tool_mode):
+        case ToolMode(kind="tool", tool=str(name)):
+            return {"type": "tool", "name": name}
+        case ToolMode(kind="any"):
             return {"type": "any"}
-        case _ if tool_mode.startswith("require:") and tool_mode.removeprefix("require:").strip():
-            return {"type": "tool", "name": tool_mode.removeprefix("require:").strip()}
-    raise ConfigurationError(f"unknown tool mode {tool_mode!r}; expected auto, none, require_any or require:<tool>")
+        case ToolMode(kind="none"):
+            return {"type": "none"}
+    return {"type": "auto"}
 
 
 def build_request(

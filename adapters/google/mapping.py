@@ -17,8 +17,8 @@ from ironhive.adapters.google.reasoning import (
     wire_call_of,
 )
 from ironhive.adapters.google.schema import to_gemini_schema
-from ironhive.domain.errors import ConfigurationError
 from ironhive.domain.tool_calls import make_tool_call
+from ironhive.domain.tool_mode import parse_tool_mode
 from ironhive.ports.chat import (
     ChatMessage,
     ChatOptions,
@@ -210,23 +210,16 @@ def to_function_declaration(spec: ToolSpec) -> types.FunctionDeclaration:
 
 
 def to_function_calling_config(tool_mode: str) -> types.FunctionCallingConfig:
-    """Map a tool mode (``auto``, ``none``, ``require_any``, ``require:<tool>``) onto a function-calling config.
+    """Map a tool mode (see :func:`~ironhive.domain.tool_mode.parse_tool_mode`) onto a function-calling config.
 
     Raises:
         ConfigurationError: The mode is not one of the known forms.
     """
-    mode = types.FunctionCallingConfigMode
-    match tool_mode:
-        case "auto":
-            return types.FunctionCallingConfig(mode=mode.AUTO)
-        case "none":
-            return types.FunctionCallingConfig(mode=mode.NONE)
-        case "require_any":
-            return types.FunctionCallingConfig(mode=mode.ANY)
-        case _ if tool_mode.startswith("require:") and tool_mode.removeprefix("require:").strip():
-            name = tool_mode.removeprefix("require:").strip()
-            return types.FunctionCallingConfig(mode=mode.ANY, allowed_function_names=[name])
-    raise ConfigurationError(f"unknown tool mode {tool_mode!r}; expected auto, none, require_any or require:<tool>")
+    mode = parse_tool_mode(tool_mode)
+    modes = types.FunctionCallingConfigMode
+    if mode.kind == "tool" and mode.tool is not None:
+        return types.FunctionCallingConfig(mode=modes.ANY, allowed_function_names=[mode.tool])
+    return types.FunctionCallingConfig(mode={"auto": modes.AUTO, "none": modes.NONE}.get(mode.kind, modes.ANY))
 
 
 def uses_thinking_level(model: str) -> bool:

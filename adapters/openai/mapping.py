@@ -20,7 +20,7 @@ from openai.types.chat import (
 from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
-from ironhive.domain.errors import ConfigurationError
+from ironhive.domain.tool_mode import ToolMode, parse_tool_mode
 from ironhive.ports.chat import (
     ChatMessage,
     ChatOptions,
@@ -132,19 +132,19 @@ def to_openai_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
 
 
 def to_tool_choice(tool_mode: str) -> ChatCompletionToolChoiceOptionParam:
-    """Map a tool mode (``auto``, ``none``, ``require_any``, ``require:<tool>``) onto ``tool_choice``.
+    """Map a tool mode (see :func:`~ironhive.domain.tool_mode.parse_tool_mode`) onto ``tool_choice``.
 
     Raises:
         ConfigurationError: The mode is not one of the known forms.
     """
-    match tool_mode:
-        case "auto" | "none":
-            return tool_mode
-        case "require_any":
+    match parse_tool_mode(tool_mode):
+        case ToolMode(kind="tool", tool=str(name)):
+            return {"type": "function", "function": {"name": name}}
+        case ToolMode(kind="any"):
             return "required"
-        case _ if tool_mode.startswith("require:") and tool_mode.removeprefix("require:").strip():
-            return {"type": "function", "function": {"name": tool_mode.removeprefix("require:").strip()}}
-    raise ConfigurationError(f"unknown tool mode {tool_mode!r}; expected auto, none, require_any or require:<tool>")
+        case ToolMode(kind="none"):
+            return "none"
+    return "auto"
 
 
 def build_request(

@@ -24,7 +24,8 @@ from openai.types.responses import (
 from openai.types.shared_params import Reasoning
 
 from ironhive.adapters.openai.mapping import REASONING_EFFORTS, tool_call_part
-from ironhive.domain.errors import ConfigurationError, ProviderError
+from ironhive.domain.errors import ProviderError
+from ironhive.domain.tool_mode import ToolMode, parse_tool_mode
 from ironhive.ports.chat import (
     ChatMessage,
     ChatOptions,
@@ -159,19 +160,19 @@ def to_function_tool(spec: ToolSpec) -> FunctionToolParam:
 
 
 def to_tool_choice(tool_mode: str) -> ToolChoiceOptions | ToolChoiceFunctionParam:
-    """Map a tool mode (``auto``, ``none``, ``require_any``, ``require:<tool>``) onto ``tool_choice``.
+    """Map a tool mode (see :func:`~ironhive.domain.tool_mode.parse_tool_mode`) onto ``tool_choice``.
 
     Raises:
         ConfigurationError: The mode is not one of the known forms.
     """
-    match tool_mode:
-        case "auto" | "none":
-            return tool_mode
-        case "require_any":
+    match parse_tool_mode(tool_mode):
+        case ToolMode(kind="tool", tool=str(name)):
+            return {"type": "function", "name": name}
+        case ToolMode(kind="any"):
             return "required"
-        case _ if tool_mode.startswith("require:") and tool_mode.removeprefix("require:").strip():
-            return {"type": "function", "name": tool_mode.removeprefix("require:").strip()}
-    raise ConfigurationError(f"unknown tool mode {tool_mode!r}; expected auto, none, require_any or require:<tool>")
+        case ToolMode(kind="none"):
+            return "none"
+    return "auto"
 
 
 def build_responses_request(
