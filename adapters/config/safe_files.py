@@ -54,6 +54,20 @@ class UnsafeFileError(ConfigurationError):
         self.path = path
 
 
+def read_at_most(descriptor: int, limit: int) -> bytes:
+    """Read an open file to its end, but never more than ``limit + 1`` bytes (more than ``limit``: it is too large).
+
+    Raises:
+        OSError: The read failed.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit and (chunk := os.read(descriptor, min(65536, limit + 1 - total))):
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def read_limited_bytes(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes | None:
     """The bytes of a regular file of at most ``limit`` bytes, without ever blocking.
 
@@ -83,17 +97,10 @@ def read_limited_bytes(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes | No
             raise UnsafeFileError(path, f"it is {_kind_of(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise UnsafeFileError(path, f"it is larger than {_size(limit)} ({_size(info.st_size)})")
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(descriptor, min(65536, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise UnsafeFileError(path, f"it is larger than {_size(limit)}")
-        return b"".join(chunks)
+        data = read_at_most(descriptor, limit)
+        if len(data) > limit:
+            raise UnsafeFileError(path, f"it is larger than {_size(limit)}")
+        return data
     except OSError as error:
         raise UnsafeFileError(path, error.strerror or str(error)) from error
     finally:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from acp.exceptions import RequestError
 
+from ironhive.adapters.config.safe_files import read_at_most
 from ironhive.adapters.tools.base import MAX_TEXT_BYTES, BuiltInTool
 from ironhive.adapters.tools.safe_open import open_file
 from ironhive.domain.errors import ToolError
@@ -88,12 +89,7 @@ def read_text(resolved: ResolvedPath) -> str | object | None:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1 or status.st_size > MAX_TEXT_BYTES:
             return None
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_TEXT_BYTES and (chunk := os.read(descriptor, MAX_TEXT_BYTES + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-        data = b"".join(chunks)
+        data = read_at_most(descriptor, MAX_TEXT_BYTES)
     except OSError:
         return None
     finally:
