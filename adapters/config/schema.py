@@ -258,6 +258,36 @@ class DaemonSection(ConfigSection):
     idle_seconds: Number = Field(default=300.0, gt=0)
 
 
+class ServerSection(ConfigSection):
+    """``server``: ``ironhive serve`` and ``ironhive worker`` (an ironhive addition).
+
+    Read from the user's ``~/.ironhive/config.yaml`` and the environment only: a project's file cannot open a port,
+    change the token, widen the origins or point turns at another Redis.
+
+    ``host``/``port``: where ``serve`` listens (loopback by default; another address needs ``--allow-remote`` and a
+    configured token). ``token``: the bearer token (generated at first start and kept owner-only when unset).
+    ``allowedOrigins``: browser origins allowed to call the API (exact ``scheme://host[:port]``; none by default).
+    ``maxConcurrentTurns``: turns running at once in this process (a worker's own limit with Redis).
+    ``maxQueuedTurns``: turns waiting per session before a message is answered 429. ``maxRequestBytes``: the largest
+    request body. ``eventLogSize``: events kept per session for replay. ``heartbeatSeconds``: SSE keep-alive period.
+    ``redis``: a Redis URL; set, sessions, events and turns live there and ``ironhive worker`` runs the turns.
+    ``visibilityTimeoutSeconds``: how long a turn of a worker that stopped answering waits before another worker
+    takes it over.
+    """
+
+    host: Text = "127.0.0.1"
+    port: StrictInt = Field(default=8765, ge=0, le=65535)
+    token: Text | None = None
+    allowed_origins: list[Text] = Field(default_factory=list)
+    max_concurrent_turns: StrictInt = Field(default=8, ge=1)
+    max_queued_turns: StrictInt = Field(default=16, ge=1)
+    max_request_bytes: StrictInt = Field(default=1_048_576, ge=1024)
+    event_log_size: StrictInt = Field(default=10_000, ge=100)
+    heartbeat_seconds: Number = Field(default=15.0, gt=0)
+    redis: Text | None = None
+    visibility_timeout_seconds: Number = Field(default=60.0, gt=0)
+
+
 class ProvidersSection(ConfigSection):
     """``providers``: ironhive's failover chain (an ironhive addition).
 
@@ -349,6 +379,7 @@ class IronHiveConfig(ConfigSection):
     approval: ApprovalSection = Field(default_factory=ApprovalSection)
     providers: ProvidersSection = Field(default_factory=ProvidersSection)
     daemon: DaemonSection = Field(default_factory=DaemonSection)
+    server: ServerSection = Field(default_factory=ServerSection)
 
 
 WHOLE_SECTIONS = frozenset({"permissions"})

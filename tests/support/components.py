@@ -236,3 +236,10 @@ def npm_lock_installed(name: str, folder: Path, install: str) -> Component:
         return None
 
     return Component(name=name, install=install, probe=missing)
+
+
+REDIS = Component(
+    name="redis-server",
+    install="apt-get install --no-install-recommends redis-server",
+    probe=_on_path("redis-server"),
+)

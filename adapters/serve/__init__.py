@@ -1,0 +1,1 @@
+"""The turn backends of ``ironhive serve``: in process, or on Redis across machines."""
