@@ -326,6 +326,17 @@ class ErrorEvent(ServerEvent):
     message: str
 
 
+class TurnRestartedEvent(ServerEvent):
+    """The turn ``turn_id`` starts again from its beginning: the worker running it stopped before it ended.
+
+    Only ``ironhive serve`` on Redis writes it (``run --server`` never does): the events of the turn written before it
+    belong to an attempt that did not finish, and the turn's one ``turn_end`` is still to come.
+    """
+
+    type: Literal["turn_restarted"] = "turn_restarted"
+    turn_id: str
+
+
 class FallbackEvent(ServerEvent):
     """A provider retry / switch / exhaustion notice (declared by the protocol; sent out of band)."""
 
@@ -632,6 +643,7 @@ DEFAULT_PROTOCOL = ProtocolRegistry(
         PlanStepCompletedEvent,
         PlanCompletedEvent,
         ContextCompactedEvent,
+        TurnRestartedEvent,
     ),
 )
 """The built-in protocol: every request and event type ironhive speaks."""

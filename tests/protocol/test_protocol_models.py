@@ -37,6 +37,7 @@ from ironhive.protocol.models import (
     ToolStartEvent,
     TurnEndEvent,
     TurnOptions,
+    TurnRestartedEvent,
     UnknownEvent,
     UnreadableLineError,
     UserMessageRequest,
@@ -127,6 +128,7 @@ EVENTS: dict[str, ServerEvent] = {
         tokens_before=120_000, tokens_after=30_000, messages_summarized=40, messages_dropped=2, summary_used=True
     ),
     "context_compacted_unknown": ContextCompactedEvent(),
+    "turn_restarted": TurnRestartedEvent(turn_id="0195f3a2c4d1-7c1e9a20"),
 }
 
 

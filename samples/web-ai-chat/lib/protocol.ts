@@ -57,7 +57,8 @@ export type AgentEvent =
       summary_used: boolean;
       parts_cut: number;
       chars_cut: number;
-    };
+    }
+  | { type: "turn_restarted"; turn_id: string };
 
 /** Written by this sample, never by ironhive: the agent process ended (or could not start). */
 export type ProcessExitEvent = {
