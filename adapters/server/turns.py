@@ -82,6 +82,19 @@ class _Refused:
         self.count = 1
 
 
+class _Cancelled:
+    """Consecutive queued turns cancelled before they ran: each still ends with a ``turn_end``, in its place."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 1
+
+
+_Queued = tuple[UserMessageRequest | ErrorEvent, int, str | None]
+"""A waiting message (or the error answering an unreadable one), its content bytes and its key (see ``submit``)."""
+
+
 class TurnSession:
     """Takes requests as they arrive and runs the turns they ask for, one at a time, in arrival order.
 
@@ -130,11 +143,13 @@ class TurnSession:
         self._max_messages = max_queued_messages
         self._max_bytes = max_queued_bytes
         self._working_path: str | None = None
-        self._queue: deque[tuple[UserMessageRequest | ErrorEvent, int] | _Refused] = deque()
+        self._queue: deque[_Queued | _Refused | _Cancelled] = deque()
         self._queued_messages = 0
         self._queued_bytes = 0
         self._queue_changed = asyncio.Event()
         self._current: asyncio.Task[None] | None = None
+        self._current_key: str | None = None
+        self._working = False
         self._closed = False
 
     @property
@@ -142,10 +157,78 @@ class TurnSession:
         """The messages waiting behind the running turn: their number and content bytes."""
         return self._queued_messages, self._queued_bytes
 
-    async def __aenter__(self) -> TurnSession:
+    @property
+    def idle(self) -> bool:
+        """Whether no turn runs, waits or is still being ended."""
+        return not self._queue and not self._working
+
+    def submit(self, request: UserMessageRequest, key: str) -> bool:
+        """Queue a message under ``key`` (what :meth:`cancel_turn` names it by).
+
+        Returns:
+            False, nothing queued, when the session is closed or the message does not fit the queue limits.
+        """
+        if self._closed or self._full(message_size(request)):
+            return False
+        self._enqueue(request, key)
+        return True
+
+    def cancel_turn(self, key: str) -> bool:
+        """Cancel the turn submitted under ``key``: running, it is cancelled as by a ``cancel`` request; waiting, it
+        is taken out and only its ``turn_end`` is written, in its place. Returns whether there was such a turn."""
+        if key == self._current_key:
+            return self.cancel_running()
+        for index, item in enumerate(self._queue):
+            if isinstance(item, tuple) and item[2] == key:
+                self._cancel_queued(index)
+                return True
+        return False
+
+    def cancel_running(self) -> bool:
+        """Cancel the running turn, as a ``cancel`` request does; whether one was running."""
+        if self._current is not None and not self._current.done():
+            self._current.cancel()
+            return True
+        return False
+
+    def cancel_all(self) -> int:
+        """Cancel the running turn and every waiting one (each still ends with its ``turn_end``); how many."""
+        cancelled = 0
+        for index in range(len(self._queue) - 1, -1, -1):
+            if isinstance(self._queue[index], tuple):
+                self._cancel_queued(index)
+                cancelled += 1
+        return cancelled + self.cancel_running()
+
+    def _cancel_queued(self, index: int) -> None:
+        """Replace the waiting message at ``index`` by a bare ``turn_end``, merged with its cancelled neighbours (so
+        cancelling costs no memory per message)."""
+        item = self._queue[index]
+        assert isinstance(item, tuple)
+        self._queued_messages -= 1
+        self._queued_bytes -= item[1]
+        before = self._queue[index - 1] if index > 0 else None
+        after = self._queue[index + 1] if index + 1 < len(self._queue) else None
+        if isinstance(before, _Cancelled):
+            before.count += 1
+            del self._queue[index]
+            if isinstance(after, _Cancelled):
+                before.count += after.count
+                del self._queue[index]
+        elif isinstance(after, _Cancelled):
+            after.count += 1
+            del self._queue[index]
+        else:
+            self._queue[index] = _Cancelled()
+
+    def start(self) -> None:
+        """Start running the turns (what ``async with`` does), attaching the approval bridge when there is one."""
         if self._bridge is not None:
             self._bridge.attach(self._send)
         self._worker = asyncio.create_task(self._run_turns())
+
+    async def __aenter__(self) -> TurnSession:
+        self.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -184,8 +267,7 @@ class TurnSession:
                 if not self._closed:
                     self._enqueue(request)
             case CancelRequest():
-                if self._current is not None and not self._current.done():
-                    self._current.cancel()
+                self.cancel_running()
             case ShutdownRequest():
                 self.close()
                 return False
@@ -223,10 +305,10 @@ class TurnSession:
             return request
         return request.model_copy(update={"content": f"[WorkingPath: {self._working_path}]\n\n{request.content}"})
 
-    def _enqueue(self, request: UserMessageRequest | ErrorEvent) -> None:
+    def _enqueue(self, request: UserMessageRequest | ErrorEvent, key: str | None = None) -> None:
         size = message_size(request) if isinstance(request, UserMessageRequest) else 0
         if not self._full(size):
-            self._queue.append((request, size))
+            self._queue.append((request, size, key))
             self._queued_messages += 1
             self._queued_bytes += size
         elif self._queue and isinstance(last := self._queue[-1], _Refused):
@@ -258,19 +340,31 @@ class TurnSession:
                 self._queue_changed.clear()
                 await self._queue_changed.wait()
             item = self._queue.popleft()
-            if isinstance(item, _Refused):
-                for _ in range(item.count):
-                    await self._send(self._refusal())
-                    await self._send(TurnEndEvent.from_counts())
-                continue
-            request, size = item
-            self._queued_messages -= 1
-            self._queued_bytes -= size
-            if isinstance(request, ErrorEvent):
-                await self._send(request)
+            self._working = True
+            try:
+                await self._take(item)
+            finally:
+                self._working = False
+                self._current_key = None
+
+    async def _take(self, item: _Queued | _Refused | _Cancelled) -> None:
+        if isinstance(item, _Refused):
+            for _ in range(item.count):
+                await self._send(self._refusal())
                 await self._send(TurnEndEvent.from_counts())
-            else:
-                await self._run_turn(self._enriched(request))
+            return
+        if isinstance(item, _Cancelled):
+            for _ in range(item.count):
+                await self._send(TurnEndEvent.from_counts())
+            return
+        request, size, self._current_key = item
+        self._queued_messages -= 1
+        self._queued_bytes -= size
+        if isinstance(request, ErrorEvent):
+            await self._send(request)
+            await self._send(TurnEndEvent.from_counts())
+        else:
+            await self._run_turn(self._enriched(request))
 
     async def _run_turn(self, request: UserMessageRequest) -> None:
         closing: list[TurnEndEvent] = []
