@@ -1,0 +1,129 @@
+"""Where ``ironhive serve`` keeps sessions and events and runs turns: in this process (the default) or on Redis."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ironhive.adapters.config.schema import IronHiveConfig, ServerSection
+from ironhive.adapters.serve.hub import EventLog, OpenRuntime, SessionRuntime, TurnHub
+from ironhive.domain.errors import ConfigurationError
+from ironhive.ports.sessions import SessionStore
+
+MAX_LIVE_SESSIONS = 64
+"""Sessions whose agents the embedded backend holds in memory at once (idle ones beyond are released)."""
+
+MAX_LOGGED_SESSIONS = 1024
+"""Session event logs the embedded backend keeps in memory (the least recently used beyond are dropped)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BackendRequest:
+    """What a backend is built from.
+
+    Attributes:
+        config: The merged configuration (the agent's settings).
+        server: The ``server`` section (the user's file and the flags only).
+        project: The project (working) directory: its sessions, tools and permissions.
+        provider: ``--provider``.
+        model: ``-m``.
+        approval_timeout_seconds: ``--approval-timeout`` (``approval.timeoutSeconds`` when None).
+        environ: The process environment.
+    """
+
+    config: IronHiveConfig
+    server: ServerSection
+    project: Path
+    provider: str | None
+    model: str | None
+    approval_timeout_seconds: float | None
+    environ: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """The store, the event log and the turn hub the API serves.
+
+    Attributes:
+        store: The sessions.
+        log: Each session's events.
+        hub: Runs the turns.
+        name: ``embedded`` or ``redis`` (for the start-up line).
+    """
+
+    store: SessionStore
+    log: EventLog
+    hub: TurnHub
+    name: str
+
+
+@contextlib.asynccontextmanager
+async def open_backend(request: BackendRequest) -> AsyncIterator[Backend]:
+    """The backend ``server.redis`` (or ``--redis``) picks; when the block ends its turns are stopped and it closes.
+
+    Raises:
+        ConfigurationError: The backend cannot be used (Redis support missing or unreachable, a bad URL).
+    """
+    if request.server.redis:
+        async with _open_redis(request) as backend:
+            yield backend
+        return
+    async with _open_embedded(request) as backend:
+        yield backend
+
+
+@contextlib.asynccontextmanager
+async def _open_embedded(request: BackendRequest) -> AsyncIterator[Backend]:
+    from ironhive.adapters.config.private_files import user_directory
+    from ironhive.adapters.serve.embedded_hub import EmbeddedTurnHub
+    from ironhive.adapters.serve.memory_log import MemoryEventLog
+    from ironhive.adapters.sessions.store import DiskCacheSessionStore
+
+    log = MemoryEventLog(request.server.event_log_size, MAX_LOGGED_SESSIONS)
+    hub = EmbeddedTurnHub(
+        _served_opener(request),
+        log,
+        max_concurrent_turns=request.server.max_concurrent_turns,
+        max_queued_turns=request.server.max_queued_turns,
+        max_live_sessions=MAX_LIVE_SESSIONS,
+    )
+    store = DiskCacheSessionStore(user_directory(Path.home()), request.project.resolve())
+    try:
+        yield Backend(store=store, log=log, hub=hub, name="embedded")
+    finally:
+        await hub.aclose()
+
+
+def _served_opener(request: BackendRequest) -> OpenRuntime:
+    from ironhive.server import ServeRequest, open_served_agent
+
+    async def open_runtime(session_id: str) -> SessionRuntime:
+        opened = open_served_agent(
+            ServeRequest(
+                session_id=session_id,
+                provider=request.provider,
+                model=request.model,
+                environ=request.environ,
+                approval_timeout_seconds=request.approval_timeout_seconds,
+            )
+        )
+        served = await opened.__aenter__()
+
+        async def close() -> None:
+            await opened.__aexit__(None, None, None)
+
+        return SessionRuntime(process=served.process, bridge=served.hitl_bridge, close=close)
+
+    return open_runtime
+
+
+@contextlib.asynccontextmanager
+async def _open_redis(request: BackendRequest) -> AsyncIterator[Backend]:
+    # The Redis branch (RedisSessionStore, RedisEventLog, RedisTurnHub) is added here.
+    raise ConfigurationError(
+        "This build of ironhive cannot serve from Redis yet (server.redis / --redis): leave it unset to run turns "
+        "in this process"
+    )
+    yield  # pragma: no cover - makes this an async generator
