@@ -1,0 +1,563 @@
+"""RedisTurnWorker: runs the turns queued on the Redis turns stream, each session's strictly in order, any number of
+workers on any hosts; a turn of a worker that stopped answering is taken over after the visibility timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from ironhive.adapters.serve.hub import SessionRuntime
+from ironhive.adapters.serve.redis_hub import ControlMessage, ensure_group
+from ironhive.adapters.serve.redis_keys import WORKERS_GROUP, TurnKeys, text
+from ironhive.adapters.serve.redis_log import EVENT_FIELD
+from ironhive.adapters.serve.turn_capture import CapturingStore
+from ironhive.adapters.server.turns import TurnSession
+from ironhive.domain.errors import SessionNotFoundError
+from ironhive.ports.chat import ChatMessage
+from ironhive.ports.sessions import SessionStore
+from ironhive.protocol.models import (
+    CancelRequest,
+    ErrorEvent,
+    HitlResponseRequest,
+    ServerEvent,
+    TurnEndEvent,
+    TurnRestartedEvent,
+    UnreadableLineError,
+    UserMessageRequest,
+    parse_request,
+    serialize_event,
+)
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.asyncio.client import Pipeline
+
+    from ironhive.adapters.sessions.redis_store import RedisSessionStore
+
+log = logging.getLogger(__name__)
+
+OpenTurnRuntime = Callable[[str, SessionStore], Awaitable[SessionRuntime]]
+"""Builds a session's agent (by id) for one turn on the given store, its history loaded from it."""
+
+MARKER_TTL_SECONDS = 24 * 3600
+"""How long a turn's started marker lives (it goes when the turn finishes)."""
+
+# Every write of a turn's events checks, in the same script, that the turn is not finished and that this worker
+# still holds it: a worker that lost its turn to another (it stalled past the visibility timeout) writes nothing more.
+_OWNED = """
+local function owned(turns, group, entry, consumer)
+  local held = redis.call('XPENDING', turns, group, entry, entry, 1)
+  return held[1] ~= nil and held[1][2] == consumer
+end
+"""
+# KEYS: done, turns, events. ARGV: seq, group, entry id, consumer, event log size, line.
+_APPEND = (
+    _OWNED
+    + """
+if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return false end
+if not owned(KEYS[2], ARGV[2], ARGV[3], ARGV[4]) then return false end
+return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[6])
+"""
+)
+# The finish of a turn that recorded no history (it failed, was cancelled, or never ran): its turn_end, the done mark
+# and the ack in one script; a turn finished before is only acked. KEYS: done, turn ids, events, open turns, started,
+# cancelled, turns. ARGV: seq, turn id, turn_end line, event log size, group, entry id, consumer.
+_FINISH = (
+    _OWNED
+    + """
+local done = tonumber(redis.call('GET', KEYS[1]) or '0')
+local written = 0
+if done < tonumber(ARGV[1]) and redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 then
+  if not owned(KEYS[7], ARGV[5], ARGV[6], ARGV[7]) then return -1 end
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3])
+  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SADD', KEYS[2], ARGV[2])
+  written = 1
+end
+redis.call('HDEL', KEYS[4], ARGV[2])
+redis.call('DEL', KEYS[5], KEYS[6])
+redis.call('XACK', KEYS[7], ARGV[5], ARGV[6])
+redis.call('XDEL', KEYS[7], ARGV[6])
+return written
+"""
+)
+# Resets the idle time of the entries this consumer still holds; returns those it no longer holds.
+# KEYS: turns. ARGV: group, consumer, entry ids...
+_REFRESH = (
+    _OWNED
+    + """
+local lost = {}
+for i = 3, #ARGV do
+  if owned(KEYS[1], ARGV[1], ARGV[i], ARGV[2]) then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+  else
+    table.insert(lost, ARGV[i])
+  end
+end
+return lost
+"""
+)
+
+
+def consumer_name() -> str:
+    """A name no other worker has: host, process and a random part."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedTurn:
+    """One entry of the turns stream.
+
+    Attributes:
+        entry_id: Its stream id.
+        session_id: The session.
+        turn_id: The turn's id (what the front answered the message with).
+        seq: The turn's number within the session (1, 2, ...).
+        request: The ``user_message`` line.
+        reclaimed: Taken over from a worker that stopped answering.
+    """
+
+    entry_id: str
+    session_id: str
+    turn_id: str
+    seq: int
+    request: str
+    reclaimed: bool
+
+    @classmethod
+    def read(cls, entry_id: bytes | str, fields: Mapping[bytes | str, bytes | str], *, reclaimed: bool) -> QueuedTurn:
+        """The turn an entry holds.
+
+        Raises:
+            ValueError: The entry is not a turn (a field is missing or the number is not one).
+        """
+        values = {text(name): text(value) for name, value in fields.items()}
+        try:
+            return cls(
+                entry_id=text(entry_id),
+                session_id=values["session_id"],
+                turn_id=values["turn_id"],
+                seq=int(values["seq"]),
+                request=values["request"],
+                reclaimed=reclaimed,
+            )
+        except (KeyError, ValueError) as error:
+            raise ValueError(f"not a turn entry: {error}") from None
+
+
+@dataclass(slots=True)
+class _Held:
+    """A turn this worker holds: waiting for the session's previous turn, or running."""
+
+    turn: QueuedTurn
+    task: asyncio.Task[None] | None = None
+    session: TurnSession | None = None
+    running: bool = False
+    lost: bool = False
+    cancel_asked: bool = False
+    pending_answers: list[tuple[HitlResponseRequest, float]] = field(default_factory=list)
+
+
+class RedisTurnWorker:
+    """Takes turns from the turns stream (consumer group ``workers``) and runs up to ``concurrency`` at once.
+
+    A session's turn number ``k`` starts only once ``k - 1`` is done (polled, so no lock is held while waiting), so a
+    session's turns run one at a time and in order whichever workers hold them. While the worker holds a turn it
+    resets the entry's idle time every third of the visibility timeout; every worker takes over (``XAUTOCLAIM``)
+    entries idle longer than that, from a worker that was killed or hangs. A turn taken over after it had started
+    begins again after a ``turn_restarted`` event. Every event a turn writes is checked in Redis against the turn still
+    being this worker's and not finished, and a turn finishes in one transaction: its history (through the store's
+    ``append_turn_once``), its ``turn_end``, the session's done mark and the ack; a turn finished before is only acked.
+    So the history holds each turn once and the log one ``turn_end`` per turn.
+
+    Answers and cancels arrive on the control channel; a cancel asked for a turn still waiting is found in its
+    ``cancelled`` key when it would start, and it then ends without running.
+
+    Args:
+        redis: The client (owned by the caller).
+        store: The session store (its ``append_turn_once`` finishes a turn with history).
+        open_runtime: Builds a session's agent for one turn on a given store.
+        keys: The key names.
+        concurrency: Most turns running at once.
+        visibility_timeout_seconds: How long a silent worker's turn waits before another takes it over.
+        event_log_size: About how many events each session's stream keeps.
+        consumer: This worker's consumer name (unique; made up when None).
+        poll_seconds: How often a turn waiting for its session's previous one looks again.
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        store: RedisSessionStore,
+        open_runtime: OpenTurnRuntime,
+        *,
+        keys: TurnKeys,
+        concurrency: int,
+        visibility_timeout_seconds: float,
+        event_log_size: int,
+        consumer: str | None = None,
+        poll_seconds: float = 0.05,
+    ) -> None:
+        if concurrency < 1 or visibility_timeout_seconds <= 0 or event_log_size < 1:
+            raise ValueError("concurrency, visibility_timeout_seconds and event_log_size must be positive")
+        self._redis = redis
+        self._store = store
+        self._open_runtime = open_runtime
+        self._keys = keys
+        self._concurrency = concurrency
+        self._visibility_ms = max(1, round(visibility_timeout_seconds * 1000))
+        self._log_size = event_log_size
+        self.consumer = consumer or consumer_name()
+        self._poll = poll_seconds
+        self._slots = asyncio.Semaphore(concurrency)
+        self._held: dict[str, _Held] = {}  # by entry id
+        self._room = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._append = redis.register_script(_APPEND)
+        self._finish = redis.register_script(_FINISH)
+        self._refresh = redis.register_script(_REFRESH)
+
+    @property
+    def held(self) -> int:
+        """Turns this worker holds now (running or waiting for their session's previous turn)."""
+        return len(self._held)
+
+    async def run(self) -> None:
+        """Take and run turns until :meth:`stop`; then release the turns not started and let the running ones end."""
+        await ensure_group(self._redis, self._keys)
+        pubsub = self._redis.pubsub()
+        await pubsub.subscribe(self._keys.control)  # before any turn is taken: no answer or cancel is missed
+        loops = [
+            asyncio.create_task(self._listen(pubsub)),
+            asyncio.create_task(self._refresh_claims()),
+            asyncio.create_task(self._take_new()),
+            asyncio.create_task(self._take_over()),
+        ]
+        try:
+            await self._stopping.wait()
+            for task in loops[2:]:
+                task.cancel()
+            await asyncio.gather(*loops[2:], return_exceptions=True)
+            await self._release(lambda held: not held.running)
+            while self._held:
+                await asyncio.wait([held.task for held in self._held.values() if held.task is not None])
+        finally:
+            for task in loops:
+                task.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
+            with contextlib.suppress(RedisError, OSError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+            for held in list(self._held.values()):
+                if held.task is not None:
+                    held.task.cancel()
+
+    def stop(self) -> None:
+        """Stop taking turns; :meth:`run` returns once the running ones have ended."""
+        self._stopping.set()
+
+    async def abandon(self) -> None:
+        """Give up every held turn at once (a second signal): another worker takes them over immediately."""
+        for held in self._held.values():
+            held.lost = True
+            if held.session is not None:
+                await held.session.handle(CancelRequest())
+        await self._release(lambda held: True)
+
+    # --- taking turns ------------------------------------------------------------------------------------------------
+
+    async def _take_new(self) -> None:
+        room = 2 * self._concurrency  # a few wait behind their session's running turn while others run
+        while True:
+            free = room - len(self._held)
+            if free <= 0:
+                self._room.clear()
+                await self._room.wait()
+                continue
+            try:
+                reply: Any = await self._redis.xreadgroup(
+                    WORKERS_GROUP, self.consumer, {self._keys.turns: ">"}, count=free, block=1000
+                )
+            except (RedisError, OSError):
+                log.warning("reading the turns stream failed; trying again", exc_info=True)
+                await asyncio.sleep(1.0)
+                continue
+            for _stream, entries in reply or ():
+                for entry_id, fields in entries:
+                    self._hold(entry_id, fields, reclaimed=False)
+
+    async def _take_over(self) -> None:
+        # Turns taken over bypass the room limit: they may be what the held turns wait for.
+        while True:
+            await asyncio.sleep(min(self._visibility_ms / 3000, 1.0))
+            try:
+                claimed: Any = await self._redis.xautoclaim(
+                    self._keys.turns, WORKERS_GROUP, self.consumer, self._visibility_ms, "0-0", count=self._concurrency
+                )
+            except (RedisError, OSError):
+                log.warning("taking over idle turns failed; trying again", exc_info=True)
+                continue
+            for entry_id, fields in claimed[1]:
+                if fields is not None and text(entry_id) not in self._held:
+                    self._hold(entry_id, fields, reclaimed=True)
+
+    def _hold(self, entry_id: bytes | str, fields: Mapping[bytes | str, bytes | str], *, reclaimed: bool) -> None:
+        try:
+            turn = QueuedTurn.read(entry_id, fields, reclaimed=reclaimed)
+        except ValueError:
+            log.warning("dropping a turns stream entry that is not a turn: %s", text(entry_id))
+            asyncio.create_task(self._drop_entry(text(entry_id)))  # noqa: RUF006 - nothing to wait for
+            return
+        held = _Held(turn=turn)
+        self._held[turn.entry_id] = held
+        held.task = asyncio.create_task(self._handle(held))
+
+    async def _drop_entry(self, entry_id: str) -> None:
+        with contextlib.suppress(RedisError, OSError):
+            await self._redis.xack(self._keys.turns, WORKERS_GROUP, entry_id)
+            await self._redis.xdel(self._keys.turns, entry_id)
+
+    async def _refresh_claims(self) -> None:
+        while True:
+            await asyncio.sleep(self._visibility_ms / 3000)
+            ids = list(self._held)
+            if not ids:
+                continue
+            try:
+                lost = await self._refresh(keys=[self._keys.turns], args=[WORKERS_GROUP, self.consumer, *ids])
+            except (RedisError, OSError):
+                log.warning("refreshing the held turns failed; trying again", exc_info=True)
+                continue
+            for entry_id in lost or ():
+                if (held := self._held.get(text(entry_id))) is not None:
+                    await self._lose(held)
+
+    async def _lose(self, held: _Held) -> None:
+        """Another worker took the turn over: stop it here, writing nothing more."""
+        log.warning("turn %s was taken over by another worker", held.turn.turn_id)
+        held.lost = True
+        if held.session is not None:
+            await held.session.handle(CancelRequest())
+        elif held.task is not None and not held.running:
+            held.task.cancel()
+
+    async def _release(self, which: Callable[[_Held], bool]) -> None:
+        """Make the chosen held turns idle past the visibility timeout, so another worker takes them at once."""
+        chosen = [held for held in self._held.values() if which(held)]
+        for held in chosen:
+            if held.task is not None and not held.running:
+                held.task.cancel()
+        ids: list[int | bytes | str | memoryview[int]] = [held.turn.entry_id for held in chosen]
+        if ids:
+            with contextlib.suppress(RedisError, OSError):
+                await self._redis.xclaim(
+                    self._keys.turns,
+                    WORKERS_GROUP,
+                    self.consumer,
+                    0,
+                    ids,
+                    idle=self._visibility_ms + 1,
+                    justid=True,
+                )
+
+    # --- one turn ----------------------------------------------------------------------------------------------------
+
+    async def _handle(self, held: _Held) -> None:
+        turn = held.turn
+        try:
+            if not await self._wait_for_previous(held):
+                return
+            async with self._slots:
+                held.running = True
+                await self._run(held)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("turn %s of session %s failed in the worker", turn.turn_id, turn.session_id)
+        finally:
+            self._held.pop(turn.entry_id, None)
+            self._room.set()
+
+    async def _wait_for_previous(self, held: _Held) -> bool:
+        """Wait until the session's previous turn is done; False when this one is done already (then acked)."""
+        turn, delay = held.turn, self._poll
+        while True:
+            done = int(await self._redis.get(self._keys.done(turn.session_id)) or 0)
+            if done >= turn.seq:
+                await self._drop_entry(turn.entry_id)
+                return False
+            if done == turn.seq - 1:
+                return True
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    async def _run(self, held: _Held) -> None:
+        turn, keys = held.turn, self._keys
+        if turn.reclaimed and await self._redis.exists(keys.started(turn.turn_id)):
+            await self._write(held, TurnRestartedEvent(turn_id=turn.turn_id))
+        await self._redis.set(keys.started(turn.turn_id), 1, ex=MARKER_TTL_SECONDS)
+        if held.cancel_asked or await self._redis.exists(keys.cancelled(turn.turn_id)):
+            await self._finish_empty(held, TurnEndEvent.from_counts())
+            return
+        try:
+            message = parse_request(turn.request)
+            if not isinstance(message, UserMessageRequest):
+                raise UnreadableLineError(f"a turn carries a {message.type}, not a user_message")
+        except UnreadableLineError as error:
+            await self._write(held, ErrorEvent(message=f"Invalid user_message: {error}"))
+            await self._finish_empty(held, TurnEndEvent.from_counts())
+            return
+        capture = CapturingStore(self._store)
+        try:
+            runtime = await self._open_runtime(turn.session_id, capture)
+        except Exception as error:
+            log.debug("opening the session's agent failed", exc_info=True)
+            await self._write(held, ErrorEvent(message=str(error) or type(error).__name__))
+            await self._finish_empty(held, TurnEndEvent.from_counts())
+            return
+        ends: list[TurnEndEvent] = []
+
+        async def send(event: ServerEvent) -> None:
+            if isinstance(event, TurnEndEvent):
+                ends[:] = [event]  # written by the finish, with the history
+            else:
+                await self._write(held, event)
+
+        process = runtime.process
+
+        async def guarded(request: UserMessageRequest) -> AsyncIterator[ServerEvent]:
+            # A cancel that came before the turn began (no task to cancel yet) cancels it here, as it starts.
+            if held.cancel_asked and (task := asyncio.current_task()) is not None:
+                task.cancel()
+                await asyncio.sleep(0)
+            async for event in process(request):
+                yield event
+
+        try:
+            async with TurnSession(guarded, send, hitl_bridge=runtime.bridge) as session:
+                held.session = session
+                for answer, received_at in held.pending_answers:
+                    await session.handle(answer, received_at=received_at)
+                held.pending_answers.clear()
+                await session.handle(message)
+                session.close()
+                await session.wait_closed()
+        finally:
+            held.session = None
+            with contextlib.suppress(Exception):
+                await runtime.close()
+        end = ends[0] if ends else TurnEndEvent.from_counts()
+        if capture.messages is None:
+            await self._finish_empty(held, end)
+        else:
+            await self._finish_recorded(held, end, capture.messages)
+
+    async def _write(self, held: _Held, event: ServerEvent) -> None:
+        """Append one of the turn's events, unless the turn is no longer this worker's or is finished."""
+        if held.lost:
+            return
+        turn = held.turn
+        added = await self._append(
+            keys=[self._keys.done(turn.session_id), self._keys.turns, self._keys.events(turn.session_id)],
+            args=[turn.seq, WORKERS_GROUP, turn.entry_id, self.consumer, self._log_size, serialize_event(event)],
+        )
+        if added is None:
+            await self._lose(held)
+
+    async def _finish_empty(self, held: _Held, end: TurnEndEvent) -> None:
+        if held.lost:
+            return
+        turn, keys = held.turn, self._keys
+        outcome = await self._finish(
+            keys=[
+                keys.done(turn.session_id),
+                self._store.keys.turn_ids(turn.session_id),
+                keys.events(turn.session_id),
+                keys.open_turns(turn.session_id),
+                keys.started(turn.turn_id),
+                keys.cancelled(turn.turn_id),
+                keys.turns,
+            ],
+            args=[
+                turn.seq,
+                turn.turn_id,
+                serialize_event(end),
+                self._log_size,
+                WORKERS_GROUP,
+                turn.entry_id,
+                self.consumer,
+            ],
+        )
+        if int(outcome) < 0:
+            await self._lose(held)
+
+    async def _finish_recorded(self, held: _Held, end: TurnEndEvent, messages: tuple[ChatMessage, ...]) -> None:
+        turn, keys = held.turn, self._keys
+        if held.lost:
+            return
+        done = int(await self._redis.get(keys.done(turn.session_id)) or 0)
+        if done >= turn.seq:
+            await self._drop_entry(turn.entry_id)
+            return
+        line = serialize_event(end)
+
+        def also(pipe: Pipeline) -> None:
+            pipe.xadd(keys.events(turn.session_id), {EVENT_FIELD: line}, maxlen=self._log_size, approximate=True)
+            pipe.set(keys.done(turn.session_id), turn.seq)
+            pipe.hdel(keys.open_turns(turn.session_id), turn.turn_id)
+            pipe.delete(keys.started(turn.turn_id), keys.cancelled(turn.turn_id))
+            pipe.xack(keys.turns, WORKERS_GROUP, turn.entry_id)
+            pipe.xdel(keys.turns, turn.entry_id)
+
+        try:
+            appended = await self._store.append_turn_once(turn.session_id, turn.turn_id, messages, also=also)
+        except SessionNotFoundError:  # deleted while the turn ran: end it without history
+            await self._finish_empty(held, end)
+            return
+        if not appended:
+            await self._drop_entry(turn.entry_id)
+
+    # --- control channel ---------------------------------------------------------------------------------------------
+
+    async def _listen(self, pubsub: object) -> None:
+        while True:
+            try:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)  # type: ignore[attr-defined]
+            except (RedisError, OSError):
+                log.warning("the control channel failed; listening again", exc_info=True)
+                await asyncio.sleep(1.0)
+                continue
+            if message is None or message.get("type") != "message":
+                continue
+            control = ControlMessage.decode(message["data"])
+            if control is not None:
+                await self._on_control(control, time.monotonic())
+
+    async def _on_control(self, control: ControlMessage, received_at: float) -> None:
+        for held in list(self._held.values()):
+            if held.turn.session_id != control.session_id:
+                continue
+            if control.kind == "cancel" and control.turn_id == held.turn.turn_id:
+                held.cancel_asked = True
+                if held.session is not None:
+                    await held.session.handle(CancelRequest())
+            elif control.kind == "answer" and held.running and control.line is not None:
+                try:
+                    answer = parse_request(control.line)
+                except UnreadableLineError:
+                    continue
+                if not isinstance(answer, HitlResponseRequest):
+                    continue
+                if held.session is not None:
+                    await held.session.handle(answer, received_at=received_at)
+                else:
+                    held.pending_answers.append((answer, received_at))
