@@ -180,6 +180,16 @@ async def test_no_session_id_reaches_another_sessions_data(store: RedisSessionSt
     assert await store.load_messages("a") == text_turn("plain", "one")
 
 
+async def test_latest_and_list_pass_over_entries_whose_record_is_gone(store: RedisSessionStore, client: Redis) -> None:
+    sessions = [await store.create("m") for _ in range(20)]
+    # Records lost outside the store (an evicting maxmemory policy, a hand-made DEL) leave ids in the indexes.
+    await client.delete(*(store.keys.session(session.id) for session in sessions[1:]))
+    assert await store.latest() == sessions[0]
+    assert await store.list(5) == [sessions[0]]
+    await store.append_turn(sessions[0].id, text_turn("q", "a"))
+    assert [info.id for info in await store.list(1)] == [sessions[0].id]
+
+
 async def test_creating_an_existing_id_is_refused_and_keeps_the_session(store: RedisSessionStore) -> None:
     session = await store.create("m", session_id="fixed")
     await store.append_turn(session.id, text_turn("q", "a"))
@@ -196,6 +206,15 @@ async def test_an_empty_session_forks_and_the_fork_is_independent(store: RedisSe
     await store.append_turn(forked.id, text_turn("only here", "yes"))
     assert await store.load_messages(original.id) == ()
     assert (await store.latest()) == await store.get(forked.id)
+
+
+async def test_a_fork_of_an_ended_session_is_active(store: RedisSessionStore) -> None:
+    original = await store.create("m")
+    await store.end(original.id, "error")
+    forked = await store.fork(original.id)
+    assert forked.status == "active"
+    assert await store.get(forked.id) == forked
+    assert (await store.get(original.id)).status == "forked"
 
 
 async def test_a_record_of_an_unknown_format_is_a_clear_error(store: RedisSessionStore, client: Redis) -> None:
@@ -307,6 +326,23 @@ async def test_an_unreachable_server_is_a_configuration_error_naming_the_masked_
         await open_redis(url)
     assert shown in str(caught.value)
     assert "hunter2" not in str(caught.value)
+
+
+async def test_a_server_that_never_answers_is_a_configuration_error_in_time() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # accept, read, never answer
+        writer.close()
+
+    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(ConfigurationError, match=f"Cannot connect to Redis at redis://127.0.0.1:{port}"):
+            await open_redis(f"redis://127.0.0.1:{port}", connect_timeout=0.3)
+        assert asyncio.get_running_loop().time() - started < 5
+    finally:
+        listener.close()
+        await listener.wait_closed()
 
 
 async def test_a_url_that_is_not_redis_is_a_configuration_error() -> None:
