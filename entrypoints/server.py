@@ -9,7 +9,7 @@ import sys
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ironhive.adapters.server.events import to_server_events
@@ -26,6 +26,9 @@ from ironhive.domain.turn import AgentChunk
 from ironhive.domain.turn_options import turn_override
 from ironhive.ports.chat import Preloadable
 from ironhive.protocol.models import ServerEvent, SessionStartedEvent, UserMessageRequest
+
+if TYPE_CHECKING:
+    from ironhive.adapters.config.schema import IronHiveConfig
 
 
 def agent_processor(loop: AgentLoop, binding: SessionBinding | None = None) -> ProcessMessage:
@@ -102,6 +105,28 @@ class ServedAgent:
     session_id: str
 
 
+def served_settings(
+    config: IronHiveConfig,
+    *,
+    project: Path,
+    provider: str | None,
+    model: str | None,
+    approval_timeout_seconds: float | None,
+) -> tuple[AgentSettings, HitlBridge]:
+    """How every server surface builds a session's agent: the CLI's tools and permissions, Idle mode, approvals over
+    the wire through the returned bridge (``approval.timeoutSeconds`` unless a timeout is given).
+
+    Raises:
+        ConfigurationError: No provider fits, or a section is invalid.
+    """
+    timeout = approval_timeout_seconds or float(config.approval.timeout_seconds)
+    bridge = HitlBridge(timeout_seconds=timeout)
+    settings = AgentSettings.from_config(
+        config, provider=provider, model=model, working_directory=project, approval=bridge, initial_mode=Mode.IDLE
+    )
+    return settings, bridge
+
+
 @contextlib.asynccontextmanager
 async def open_served_agent(request: ServeRequest) -> AsyncIterator[ServedAgent]:
     """The agent every server surface serves: the CLI's tools and permissions, Idle mode, approvals over the wire.
@@ -115,15 +140,12 @@ async def open_served_agent(request: ServeRequest) -> AsyncIterator[ServedAgent]
     """
     project = Path.cwd()
     config = load_configuration(request.environ, project).config
-    timeout = request.approval_timeout_seconds or float(config.approval.timeout_seconds)
-    bridge = HitlBridge(timeout_seconds=timeout)
-    settings = AgentSettings.from_config(
+    settings, bridge = served_settings(
         config,
+        project=project,
         provider=request.provider,
         model=request.model,
-        working_directory=project,
-        approval=bridge,
-        initial_mode=Mode.IDLE,
+        approval_timeout_seconds=request.approval_timeout_seconds,
     )
     # Untrusted project plugin files are not started here: nobody can be asked before the client attaches
     # (`ironhive mcp trust` trusts one ahead of time).
