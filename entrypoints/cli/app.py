@@ -21,6 +21,7 @@ from ironhive.cli.session_commands import register as register_session_commands
 from ironhive.cli.trust_command import register as register_trust_command
 from ironhive.cli.update import register as register_update
 from ironhive.serve.serve_command import register as register_serve_command
+from ironhive.serve.worker_command import register as register_worker_command
 
 HELP = """ironhive — a universal agent host: give it a task, it plans, runs tools and reports.
 
@@ -276,6 +277,7 @@ for register in (
     register_daemon_command,
     register_acp_command,
     register_serve_command,
+    register_worker_command,
 ):
     register(app)
 app.register_install_completion_command(add_to_startup=True, help="Install shell completion (bash, zsh or fish).")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from ironhive.adapters.config.schema import IronHiveConfig, ServerSection
 from ironhive.adapters.serve.hub import EventLog, OpenRuntime, SessionRuntime, TurnHub
-from ironhive.domain.errors import ConfigurationError
 from ironhive.ports.sessions import SessionStore
 
 MAX_LIVE_SESSIONS = 64
@@ -121,9 +120,21 @@ def _served_opener(request: BackendRequest) -> OpenRuntime:
 
 @contextlib.asynccontextmanager
 async def _open_redis(request: BackendRequest) -> AsyncIterator[Backend]:
-    # The Redis branch (RedisSessionStore, RedisEventLog, RedisTurnHub) is added here.
-    raise ConfigurationError(
-        "This build of ironhive cannot serve from Redis yet (server.redis / --redis): leave it unset to run turns "
-        "in this process"
-    )
-    yield  # pragma: no cover - makes this an async generator
+    # Sessions, events and the turn queue live in Redis; `ironhive worker` processes run the turns, none run here.
+    from ironhive.adapters.serve.redis_hub import RedisTurnHub
+    from ironhive.adapters.serve.redis_keys import TurnKeys
+    from ironhive.adapters.serve.redis_log import RedisEventLog
+    from ironhive.adapters.sessions.redis_store import RedisSessionStore, open_redis
+
+    client = await open_redis(str(request.server.redis))
+    try:
+        store = RedisSessionStore.for_project(client, request.project.resolve())
+        keys = TurnKeys(store.keys.prefix)
+        log = RedisEventLog(client, limit=request.server.event_log_size, keys=keys)
+        hub = RedisTurnHub(client, max_queued_turns=request.server.max_queued_turns, keys=keys)
+        try:
+            yield Backend(store=store, log=log, hub=hub, name="redis")
+        finally:
+            await hub.aclose()
+    finally:
+        await client.aclose()
