@@ -30,6 +30,7 @@ def test_top_level_spellings() -> None:
         "approval",
         "providers",
         "daemon",
+        "server",
     ]
 
 
