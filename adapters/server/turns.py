@@ -185,8 +185,8 @@ class TurnSession:
         return False
 
     def cancel_running(self) -> bool:
-        """Cancel the running turn, as a ``cancel`` request does; whether one was running."""
-        if self._current is not None and not self._current.done():
+        """Cancel the running turn, as a ``cancel`` request does; whether one was running (and not cancelled yet)."""
+        if self._current is not None and not self._current.done() and not self._current.cancelling():
             self._current.cancel()
             return True
         return False
@@ -371,15 +371,21 @@ class TurnSession:
         open_calls: dict[str, str] = {}  # call_id -> tool of every tool_start still waiting for its tool_end
 
         async def stream() -> None:
-            async for event in self._process(request):
-                if isinstance(event, TurnEndEvent):
-                    closing[:] = [event]  # held back: written once, last
-                    continue
-                if isinstance(event, ToolStartEvent) and event.call_id is not None:
-                    open_calls[event.call_id] = event.tool
-                elif isinstance(event, ToolEndEvent) and event.call_id is not None:
-                    open_calls.pop(event.call_id, None)
-                await self._send(event)
+            events = self._process(request)
+            try:
+                async for event in events:
+                    if isinstance(event, TurnEndEvent):
+                        closing[:] = [event]  # held back: written once, last
+                        continue
+                    if isinstance(event, ToolStartEvent) and event.call_id is not None:
+                        open_calls[event.call_id] = event.tool
+                    elif isinstance(event, ToolEndEvent) and event.call_id is not None:
+                        open_calls.pop(event.call_id, None)
+                    await self._send(event)
+            finally:
+                # a turn stopped while an event was being written releases what the processor holds now, not at GC
+                if (close := getattr(events, "aclose", None)) is not None:
+                    await close()
 
         unfinished = UNFINISHED_CALL
 

@@ -79,9 +79,11 @@ def runtime_factory(
     served_settings(
         config, project=project, provider=provider, model=model, approval_timeout_seconds=approval_timeout_seconds
     )
-    defaults = IronHiveContainer().override(working_directory=project)
-    store = session_store if session_store is not None else defaults.session_store()
-    log = execution_log if execution_log is not None else defaults.execution_log()
+    if session_store is None or execution_log is None:
+        defaults = IronHiveContainer().override(working_directory=project)
+        session_store = defaults.session_store() if session_store is None else session_store
+        execution_log = defaults.execution_log() if execution_log is None else execution_log
+    store, log = session_store, execution_log
 
     async def open_runtime(session_id: str) -> SessionRuntime:
         agent_settings, bridge = served_settings(
