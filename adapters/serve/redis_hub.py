@@ -40,7 +40,8 @@ class ControlMessage:
 
     Attributes:
         session_id: The session concerned.
-        kind: ``answer`` (an approval answer for its running turn) or ``cancel``.
+        kind: ``answer`` (an approval answer for its running turn), ``cancel``, or ``done`` (a worker finished one of
+            its turns: a worker holding the next one starts it).
         turn_id: The turn to cancel (``cancel`` only).
         line: The ``hitl_response`` request line (``answer`` only).
     """
@@ -66,7 +67,7 @@ class ControlMessage:
         if not isinstance(value, dict):
             return None
         session_id, kind, turn_id, line = (value.get(name) for name in ("session_id", "kind", "turn_id", "line"))
-        if not isinstance(session_id, str) or kind not in ("answer", "cancel"):
+        if not isinstance(session_id, str) or kind not in ("answer", "cancel", "done"):
             return None
         return cls(
             session_id=session_id,

@@ -71,7 +71,8 @@ return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[6])
 )
 # The finish of a turn that recorded no history (it failed, was cancelled, or never ran): its turn_end, the done mark
 # and the ack in one script; a turn finished before is only acked. KEYS: done, turn ids, events, open turns, started,
-# cancelled, turns. ARGV: seq, turn id, turn_end line, event log size, group, entry id, consumer.
+# cancelled, turns, control channel. ARGV: seq, turn id, turn_end line, event log size, group, entry id, consumer,
+# the "done" control message.
 _FINISH = (
     _OWNED
     + """
@@ -82,6 +83,7 @@ if done < tonumber(ARGV[1]) and redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 t
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1])
   redis.call('SADD', KEYS[2], ARGV[2])
+  redis.call('PUBLISH', KEYS[8], ARGV[8])
   written = 1
 end
 redis.call('HDEL', KEYS[4], ARGV[2])
@@ -221,6 +223,7 @@ class RedisTurnWorker:
         self._poll = poll_seconds
         self._slots = asyncio.Semaphore(concurrency)
         self._held: dict[str, _Held] = {}  # by entry id
+        self._wakeups: dict[str, asyncio.Event] = {}  # by session: set when one of its turns finishes
         self._room = asyncio.Event()
         self._stopping = asyncio.Event()
         self._append = redis.register_script(_APPEND)
@@ -388,17 +391,29 @@ class RedisTurnWorker:
             self._room.set()
 
     async def _wait_for_previous(self, held: _Held) -> bool:
-        """Wait until the session's previous turn is done; False when this one is done already (then acked)."""
+        """Wait until the session's previous turn is done; False when this one is done already (then acked).
+
+        A finish announces itself on the control channel, which wakes the wait; polling with a growing pause covers
+        an announcement that was missed.
+        """
         turn, delay = held.turn, self._poll
-        while True:
-            done = int(await self._redis.get(self._keys.done(turn.session_id)) or 0)
-            if done >= turn.seq:
-                await self._drop_entry(turn.entry_id)
-                return False
-            if done == turn.seq - 1:
-                return True
-            await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
+        try:
+            while True:
+                wakeup = self._wakeups.setdefault(turn.session_id, asyncio.Event())  # before reading: none missed
+                done = int(await self._redis.get(self._keys.done(turn.session_id)) or 0)
+                if done >= turn.seq:
+                    await self._drop_entry(turn.entry_id)
+                    return False
+                if done == turn.seq - 1:
+                    return True
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await wakeup.wait()
+                delay = min(delay * 2, 1.0)
+        finally:
+            waiting = (other for other in self._held.values() if other is not held and not other.running)
+            if not any(other.turn.session_id == turn.session_id for other in waiting):
+                self._wakeups.pop(turn.session_id, None)
 
     async def _run(self, held: _Held) -> None:
         turn, keys = held.turn, self._keys
@@ -486,6 +501,7 @@ class RedisTurnWorker:
                 keys.started(turn.turn_id),
                 keys.cancelled(turn.turn_id),
                 keys.turns,
+                keys.control,
             ],
             args=[
                 turn.seq,
@@ -495,6 +511,7 @@ class RedisTurnWorker:
                 WORKERS_GROUP,
                 turn.entry_id,
                 self.consumer,
+                ControlMessage(turn.session_id, "done").encode(),
             ],
         )
         if int(outcome) < 0:
@@ -517,6 +534,7 @@ class RedisTurnWorker:
             pipe.delete(keys.started(turn.turn_id), keys.cancelled(turn.turn_id))
             pipe.xack(keys.turns, WORKERS_GROUP, turn.entry_id)
             pipe.xdel(keys.turns, turn.entry_id)
+            pipe.publish(keys.control, ControlMessage(turn.session_id, "done").encode())
 
         try:
             appended = await self._store.append_turn_once(turn.session_id, turn.turn_id, messages, also=also)
@@ -543,6 +561,10 @@ class RedisTurnWorker:
                 await self._on_control(control, time.monotonic())
 
     async def _on_control(self, control: ControlMessage, received_at: float) -> None:
+        if control.kind == "done":
+            if (wakeup := self._wakeups.pop(control.session_id, None)) is not None:
+                wakeup.set()
+            return
         for held in list(self._held.values()):
             if held.turn.session_id != control.session_id:
                 continue

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from ironhive.adapters.serve.hub import SessionRuntime, TurnQueueFullError
-from ironhive.adapters.serve.redis_hub import RedisTurnHub
+from ironhive.adapters.serve.redis_hub import ControlMessage, RedisTurnHub
 from ironhive.adapters.serve.redis_keys import TurnKeys
 from ironhive.adapters.serve.redis_log import RedisEventLog
 from ironhive.adapters.serve.redis_worker import RedisTurnWorker
@@ -335,3 +335,54 @@ async def test_a_turn_of_a_silent_worker_restarts_elsewhere_and_ends_once(
     assert [e["type"] for e in logged] == ["text_delta", "turn_restarted", "text_delta", "text_delta", "turn_end"]
     assert logged[1] == {"type": "turn_restarted", "turn_id": turn}
     assert [m.text for m in await store.load_messages("r")] == ["long", "ok"]
+
+
+async def test_a_stopping_worker_hands_its_waiting_turns_over_at_once_and_finishes_the_running_one(
+    client: Redis, store: RedisSessionStore, events: RedisEventLog
+) -> None:
+    hang = asyncio.Event()
+    script = Script(hang=hang)
+    hub = hub_of(client)
+    leaving = RedisTurnWorker(
+        client, store, runtime_factory(script), keys=KEYS, concurrency=1, visibility_timeout_seconds=30,
+        event_log_size=1000, poll_seconds=0.01,
+    )  # fmt: skip
+    run = asyncio.create_task(leaving.run())
+    await hub.submit("x", UserMessageRequest(content="running"))
+    await until(lambda: started(script, "running"), 10)
+    await hub.submit("y", UserMessageRequest(content="waiting for a slot"))
+
+    async def both_held() -> bool:
+        return leaving.held == 2
+
+    await until(both_held, 10)
+    leaving.stop()
+    async with workers(client, store, Script(), 1, visibility=30):
+        await wait_for_turn_ends(events, "y", 1, within=10)  # long before the 30 s visibility timeout
+        assert not run.done()  # the running turn is still being finished
+        hang.set()
+        await asyncio.wait_for(run, 10)
+    assert [e["type"] for e in await lines(events, "x")] == ["text_delta", "text_delta", "turn_end"]
+    assert "waiting for a slot" not in script.started
+
+
+@given(
+    data=st.one_of(
+        st.binary(max_size=64), st.text(max_size=64), st.dictionaries(st.text(max_size=8), st.text(max_size=8))
+    )
+)
+def test_a_control_message_that_is_not_one_is_ignored(data: bytes | str | dict[str, str]) -> None:
+    raw = json.dumps(data) if isinstance(data, dict) else data
+    decoded = ControlMessage.decode(raw)
+    assert decoded is None or decoded.kind in ("answer", "cancel", "done")
+
+
+@given(
+    session=st.text(max_size=20),
+    kind=st.sampled_from(["answer", "cancel", "done"]),
+    turn=st.none() | st.text(max_size=20),
+    line=st.none() | st.text(max_size=40),
+)
+def test_control_messages_read_back_as_written(session: str, kind: str, turn: str | None, line: str | None) -> None:
+    message = ControlMessage(session, kind, turn_id=turn, line=line)
+    assert ControlMessage.decode(message.encode()) == message
