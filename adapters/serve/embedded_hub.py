@@ -144,7 +144,7 @@ class EmbeddedTurnHub:
         turn_id = uuid.uuid4().hex
         taken = live.turns.submit(message, turn_id)
         if released is not None:
-            await self._close(released)
+            await asyncio.shield(self._close(released))  # a caller that goes away leaves no agent half closed
         if not taken:
             raise TurnQueueFullError(
                 f"{self.max_queued_turns} turns of this session are already waiting",
