@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ironhive.adapters.config.schema import IronHiveConfig, ServerSection
-from ironhive.adapters.serve.hub import EventLog, OpenRuntime, SessionRuntime, TurnHub
+from ironhive.adapters.serve.hub import EventLog, TurnHub
 from ironhive.ports.sessions import SessionStore
 
 MAX_LIVE_SESSIONS = 64
@@ -75,47 +75,35 @@ async def open_backend(request: BackendRequest) -> AsyncIterator[Backend]:
 
 @contextlib.asynccontextmanager
 async def _open_embedded(request: BackendRequest) -> AsyncIterator[Backend]:
-    from ironhive.adapters.config.private_files import user_directory
     from ironhive.adapters.serve.embedded_hub import EmbeddedTurnHub
     from ironhive.adapters.serve.memory_log import MemoryEventLog
-    from ironhive.adapters.sessions.store import DiskCacheSessionStore
+    from ironhive.container import IronHiveContainer
+    from ironhive.serve.runtime import open_plugin_tools, runtime_factory
 
-    log = MemoryEventLog(request.server.event_log_size, MAX_LOGGED_SESSIONS)
-    hub = EmbeddedTurnHub(
-        _served_opener(request),
-        log,
-        max_concurrent_turns=request.server.max_concurrent_turns,
-        max_queued_turns=request.server.max_queued_turns,
-        max_live_sessions=MAX_LIVE_SESSIONS,
-    )
-    store = DiskCacheSessionStore(user_directory(Path.home()), request.project.resolve())
-    try:
-        yield Backend(store=store, log=log, hub=hub, name="embedded")
-    finally:
-        await hub.aclose()
-
-
-def _served_opener(request: BackendRequest) -> OpenRuntime:
-    from ironhive.server import ServeRequest, open_served_agent
-
-    async def open_runtime(session_id: str) -> SessionRuntime:
-        opened = open_served_agent(
-            ServeRequest(
-                session_id=session_id,
-                provider=request.provider,
-                model=request.model,
-                environ=request.environ,
-                approval_timeout_seconds=request.approval_timeout_seconds,
-            )
+    project = request.project.resolve()
+    store = IronHiveContainer().override(working_directory=project).session_store()  # the CLI's store of the project
+    async with open_plugin_tools(project) as plugin_tools:
+        open_runtime = runtime_factory(
+            request.config,
+            project=project,
+            provider=request.provider,
+            model=request.model,
+            approval_timeout_seconds=request.approval_timeout_seconds,
+            plugin_tools=plugin_tools,
+            session_store=store,
         )
-        served = await opened.__aenter__()
-
-        async def close() -> None:
-            await opened.__aexit__(None, None, None)
-
-        return SessionRuntime(process=served.process, bridge=served.hitl_bridge, close=close)
-
-    return open_runtime
+        log = MemoryEventLog(request.server.event_log_size, MAX_LOGGED_SESSIONS)
+        hub = EmbeddedTurnHub(
+            open_runtime,
+            log,
+            max_concurrent_turns=request.server.max_concurrent_turns,
+            max_queued_turns=request.server.max_queued_turns,
+            max_live_sessions=MAX_LIVE_SESSIONS,
+        )
+        try:
+            yield Backend(store=store, log=log, hub=hub, name="embedded")
+        finally:
+            await hub.aclose()
 
 
 @contextlib.asynccontextmanager
@@ -124,7 +112,8 @@ async def _open_redis(request: BackendRequest) -> AsyncIterator[Backend]:
     from ironhive.adapters.serve.redis_hub import RedisTurnHub
     from ironhive.adapters.serve.redis_keys import TurnKeys
     from ironhive.adapters.serve.redis_log import RedisEventLog
-    from ironhive.adapters.sessions.redis_store import RedisSessionStore, open_redis
+    from ironhive.adapters.sessions.redis_connection import open_redis
+    from ironhive.adapters.sessions.redis_store import RedisSessionStore
 
     client = await open_redis(str(request.server.redis))
     try:

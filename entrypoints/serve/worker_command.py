@@ -108,12 +108,9 @@ async def _work(options: WorkerOptions, config: IronHiveConfig, server: ServerSe
     from ironhive.adapters.serve.hub import OpenRuntime, SessionRuntime
     from ironhive.adapters.serve.redis_keys import TurnKeys
     from ironhive.adapters.serve.redis_worker import RedisTurnWorker
-    from ironhive.adapters.sessions.redis_store import (
-        RedisExecutionLog,
-        RedisSessionStore,
-        open_redis,
-        project_key_for,
-    )
+    from ironhive.adapters.sessions.redis_connection import open_redis, project_key_for
+    from ironhive.adapters.sessions.redis_execution_log import RedisExecutionLog
+    from ironhive.adapters.sessions.redis_store import RedisSessionStore
     from ironhive.ports.sessions import SessionStore
     from ironhive.serve.runtime import open_plugin_tools, runtime_factory
 

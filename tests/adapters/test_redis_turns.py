@@ -21,7 +21,8 @@ from ironhive.adapters.serve.redis_keys import TurnKeys
 from ironhive.adapters.serve.redis_log import RedisEventLog
 from ironhive.adapters.serve.redis_worker import RedisTurnWorker
 from ironhive.adapters.server.hitl_bridge import HitlBridge
-from ironhive.adapters.sessions.redis_store import RedisSessionStore, open_redis
+from ironhive.adapters.sessions.redis_connection import open_redis
+from ironhive.adapters.sessions.redis_store import RedisSessionStore
 from ironhive.domain.errors import SessionNotFoundError
 from ironhive.ports.approval import ApprovalRequest, RiskLevel
 from ironhive.ports.chat import ChatMessage, Role

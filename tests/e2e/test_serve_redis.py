@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import redis
 
-from ironhive.adapters.sessions.redis_store import RedisSessionStore, open_redis
+from ironhive.adapters.sessions.redis_connection import open_redis
+from ironhive.adapters.sessions.redis_store import RedisSessionStore
 from ironhive.ports.chat import Role
 from tests.support.cli import clean_environment, ironhive_executable
 from tests.support.redis_server import RedisServer, redis_server
