@@ -354,12 +354,18 @@ class RedisTurnWorker:
             held.task.cancel()
 
     async def _release(self, which: Callable[[_Held], bool]) -> None:
-        """Make the chosen held turns idle past the visibility timeout, so another worker takes them at once."""
+        """Make the chosen held turns idle past the visibility timeout, so another worker takes them at once; so too
+        the entries delivered to this worker that it never held (a read cut short by the stop)."""
         chosen = [held for held in self._held.values() if which(held)]
         for held in chosen:
             if held.task is not None and not held.running:
                 held.task.cancel()
         ids: list[int | bytes | str | memoryview[int]] = [held.turn.entry_id for held in chosen]
+        with contextlib.suppress(RedisError, OSError):
+            delivered: Any = await self._redis.xpending_range(
+                self._keys.turns, WORKERS_GROUP, "-", "+", 4 * self._concurrency, consumername=self.consumer
+            )
+            ids += [entry_id for entry in delivered if text(entry_id := entry["message_id"]) not in self._held]
         if ids:
             with contextlib.suppress(RedisError, OSError):
                 await self._redis.xclaim(
