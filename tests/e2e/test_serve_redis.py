@@ -21,7 +21,7 @@ import redis
 from ironhive.adapters.sessions.redis_connection import open_redis
 from ironhive.adapters.sessions.redis_store import RedisSessionStore
 from ironhive.ports.chat import Role
-from tests.support.cli import clean_environment, ironhive_executable
+from tests.support.cli import clean_environment, ironhive_executable, run_ironhive
 from tests.support.redis_server import RedisServer, redis_server
 from tests.support.serve_process import ServeProcess
 
@@ -179,3 +179,35 @@ def test_fifty_sessions_over_two_fronts_and_two_workers_survive_a_killed_worker(
             f"{session} turn {turn}" for turn in range(TURNS)
         ]
     inspect.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ((), 2, "needs a Redis URL: --redis URL or server.redis"),
+        (("--redis", " "), 2, "--redis must not be empty"),
+        (("--redis", "redis://127.0.0.1:1/0", "--concurrency", "0"), 2, "--concurrency must be at least 1"),
+        (("--redis", "redis://:hunter2@127.0.0.1:1/0"), 1, "Cannot connect to Redis"),
+        (("--redis", "not a url"), 1, "Redis"),
+    ],
+)
+def test_a_worker_that_cannot_work_says_why(work: Path, args: tuple[str, ...], code: int, message: str) -> None:
+    done = run_ironhive("worker", *args, "--provider", "scripted", cwd=work, home=work.parent / "home", timeout=60)
+    assert done.returncode == code, done.stderr
+    assert message in done.stderr
+    assert "hunter2" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_only_the_users_file_points_the_worker_at_redis(work: Path) -> None:
+    (work / ".ironhive").mkdir()
+    (work / ".ironhive" / "config.yaml").write_text("server:\n  redis: redis://127.0.0.1:1/0\n")
+    done = run_ironhive("worker", "--provider", "scripted", cwd=work, home=work.parent / "home", timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "needs a Redis URL" in done.stderr
+    user = work.parent / "home" / ".ironhive"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / "config.yaml").write_text("server:\n  redis: redis://127.0.0.1:1/0\n")
+    honoured = run_ironhive("worker", "--provider", "scripted", cwd=work, home=work.parent / "home", timeout=60)
+    assert honoured.returncode == 1, honoured.stderr  # the user's own file is read: it tries that Redis
+    assert "Cannot connect to Redis at redis://127.0.0.1:1/0" in honoured.stderr
