@@ -211,3 +211,45 @@ def test_only_the_users_file_points_the_worker_at_redis(work: Path) -> None:
     honoured = run_ironhive("worker", "--provider", "scripted", cwd=work, home=work.parent / "home", timeout=60)
     assert honoured.returncode == 1, honoured.stderr  # the user's own file is read: it tries that Redis
     assert "Cannot connect to Redis at redis://127.0.0.1:1/0" in honoured.stderr
+
+
+def test_an_approval_and_a_cancel_reach_the_worker_through_either_front(work: Path, server: RedisServer) -> None:
+    server.flush()
+    home = work.parent / "home"
+    approve = work.parent / "approve.json"
+    call = {"tool_calls": [{"name": "execute_command", "arguments": {"command": "echo via-redis"}, "id": "call_1"}]}
+    approve.write_text(json.dumps({"steps": [call, {"text": "Done."}]}))
+    slow = work.parent / "slow.json"
+    slow.write_text(json.dumps({"steps": [{"deltas": [f"piece {n} " for n in range(40)], "delay_seconds": 0.25}]}))
+    with (
+        WorkerProcess("--redis", server.url, "--provider", "scripted", "-m", str(approve), cwd=work, home=home),
+        WorkerProcess("--redis", server.url, "--provider", "scripted", "-m", str(slow), cwd=work.parent, home=home),
+        ServeProcess("--redis", server.url, "--provider", "scripted", cwd=work, home=home) as front_a,
+        ServeProcess("--redis", server.url, "--provider", "scripted", cwd=work, home=home) as front_b,
+    ):
+        session = front_a.new_session()
+        front_b.send(session, "run it")
+        with front_a.events(session) as stream:
+            request = stream.until("hitl_request")[-1].data
+            answer = front_b.request(
+                "POST", f"/v1/sessions/{session}/approvals", {"approved": True, "id": request["id"]}
+            )
+            assert answer.status == 200, answer
+            rest = [frame.data for frame in stream.turn()]
+        assert [e["output"] for e in rest if e["type"] == "tool_end"] == ["Exit code: 0\nOutput:\nvia-redis"]
+        assert "".join(e["content"] for e in rest if e["type"] == "text_delta") == "Done."
+        late = front_a.request("POST", f"/v1/sessions/{session}/approvals", {"approved": True, "id": request["id"]})
+        assert late.status == 409
+
+        # the other worker serves the parent directory: its project (and turns) are another project's
+        other = ServeProcess("--redis", server.url, "--provider", "scripted", cwd=work.parent, home=home)
+        with other:
+            long_session = other.new_session()
+            turn_id = other.send(long_session, "go")
+            with other.events(long_session) as stream:
+                stream.until("text_delta")
+                cancel = other.request("POST", f"/v1/sessions/{long_session}/cancel", {"turn_id": turn_id})
+                assert cancel.status == 200, cancel
+                frames = stream.turn()
+            assert len([f for f in frames if f.event == "text_delta"]) < 39
+            assert [f.event for f in frames].count("turn_end") == 1
