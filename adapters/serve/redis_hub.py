@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import ResponseError
 
+from ironhive.adapters.serve import redis_scripts as scripts
 from ironhive.adapters.serve.hub import HubLoad, TurnQueueFullError
 from ironhive.adapters.serve.redis_keys import WORKERS_GROUP, TurnKeys, text
 from ironhive.protocol.models import HitlResponseRequest, UserMessageRequest, serialize_request
@@ -20,18 +21,6 @@ CANCEL_TTL_SECONDS = 24 * 3600
 """How long a cancel asked for a waiting turn is remembered (the key goes when the turn finishes)."""
 
 NO_RUNNING_TURN = "no turn of this session is running"
-
-# KEYS: seq, done, open turns, turns stream. ARGV: most waiting turns, session id, turn id, request line.
-# One script, so the session's turn numbers are given out in the stream's order and a full queue takes nothing.
-_SUBMIT = """
-local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
-local done = tonumber(redis.call('GET', KEYS[2]) or '0')
-if seq - done > tonumber(ARGV[1]) then return -1 end
-seq = redis.call('INCR', KEYS[1])
-redis.call('HSET', KEYS[3], ARGV[3], seq)
-redis.call('XADD', KEYS[4], '*', 'session_id', ARGV[2], 'turn_id', ARGV[3], 'seq', seq, 'request', ARGV[4])
-return seq
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +101,7 @@ class RedisTurnHub:
         self._keys = keys or TurnKeys()
         self._max_queued = max_queued_turns
         self._retry_after = retry_after_seconds
-        self._submit = redis.register_script(_SUBMIT)
+        self._submit = redis.register_script(scripts.SUBMIT)
         self._group_ready = False
 
     async def submit(self, session_id: str, message: UserMessageRequest) -> str:

@@ -1,8 +1,9 @@
-"""Where ``ironhive serve`` keeps turns and events in Redis: every key name in one place."""
+"""Where ``ironhive serve`` keeps turns and events in Redis: every key name, and what a turns stream entry holds."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 WORKERS_GROUP = "workers"
@@ -78,3 +79,44 @@ class TurnKeys:
     def started(self, turn_id: str) -> str:
         """Set when an attempt at the turn began running it."""
         return f"{self.prefix}turn-started:{turn_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedTurn:
+    """One entry of the turns stream.
+
+    Attributes:
+        entry_id: Its stream id.
+        session_id: The session.
+        turn_id: The turn's id (what the front answered the message with).
+        seq: The turn's number within the session (1, 2, ...).
+        request: The ``user_message`` line.
+        reclaimed: Taken over from a worker that stopped answering.
+    """
+
+    entry_id: str
+    session_id: str
+    turn_id: str
+    seq: int
+    request: str
+    reclaimed: bool
+
+    @classmethod
+    def read(cls, entry_id: bytes | str, fields: Mapping[bytes | str, bytes | str], *, reclaimed: bool) -> QueuedTurn:
+        """The turn an entry holds.
+
+        Raises:
+            ValueError: The entry is not a turn (a field is missing or the number is not one).
+        """
+        values = {text(name): text(value) for name, value in fields.items()}
+        try:
+            return cls(
+                entry_id=text(entry_id),
+                session_id=values["session_id"],
+                turn_id=values["turn_id"],
+                seq=int(values["seq"]),
+                request=values["request"],
+                reclaimed=reclaimed,
+            )
+        except (KeyError, ValueError) as error:
+            raise ValueError(f"not a turn entry: {error}") from None

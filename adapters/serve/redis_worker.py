@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
+from ironhive.adapters.serve import redis_scripts as scripts
 from ironhive.adapters.serve.hub import SessionRuntime
 from ironhive.adapters.serve.redis_hub import ControlMessage, ensure_group
-from ironhive.adapters.serve.redis_keys import WORKERS_GROUP, TurnKeys, text
+from ironhive.adapters.serve.redis_keys import WORKERS_GROUP, QueuedTurn, TurnKeys, text
 from ironhive.adapters.serve.redis_log import EVENT_FIELD
 from ironhive.adapters.serve.turn_capture import CapturingStore
 from ironhive.adapters.server.turns import TurnSession
@@ -52,109 +53,10 @@ OpenTurnRuntime = Callable[[str, SessionStore], Awaitable[SessionRuntime]]
 MARKER_TTL_SECONDS = 24 * 3600
 """How long a turn's started marker lives (it goes when the turn finishes)."""
 
-# Every write of a turn's events checks, in the same script, that the turn is not finished and that this worker
-# still holds it: a worker that lost its turn to another (it stalled past the visibility timeout) writes nothing more.
-_OWNED = """
-local function owned(turns, group, entry, consumer)
-  local held = redis.call('XPENDING', turns, group, entry, entry, 1)
-  return held[1] ~= nil and held[1][2] == consumer
-end
-"""
-# KEYS: done, turns, events. ARGV: seq, group, entry id, consumer, event log size, line.
-_APPEND = (
-    _OWNED
-    + """
-if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return false end
-if not owned(KEYS[2], ARGV[2], ARGV[3], ARGV[4]) then return false end
-return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[6])
-"""
-)
-# The finish of a turn that recorded no history (it failed, was cancelled, or never ran): its turn_end, the done mark
-# and the ack in one script; a turn finished before is only acked. KEYS: done, turn ids, events, open turns, started,
-# cancelled, turns, control channel. ARGV: seq, turn id, turn_end line, event log size, group, entry id, consumer,
-# the "done" control message.
-_FINISH = (
-    _OWNED
-    + """
-local done = tonumber(redis.call('GET', KEYS[1]) or '0')
-local written = 0
-if done < tonumber(ARGV[1]) and redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 then
-  if not owned(KEYS[7], ARGV[5], ARGV[6], ARGV[7]) then return -1 end
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3])
-  redis.call('SET', KEYS[1], ARGV[1])
-  redis.call('SADD', KEYS[2], ARGV[2])
-  redis.call('PUBLISH', KEYS[8], ARGV[8])
-  written = 1
-end
-redis.call('HDEL', KEYS[4], ARGV[2])
-redis.call('DEL', KEYS[5], KEYS[6])
-redis.call('XACK', KEYS[7], ARGV[5], ARGV[6])
-redis.call('XDEL', KEYS[7], ARGV[6])
-return written
-"""
-)
-# Resets the idle time of the entries this consumer still holds; returns those it no longer holds.
-# KEYS: turns. ARGV: group, consumer, entry ids...
-_REFRESH = (
-    _OWNED
-    + """
-local lost = {}
-for i = 3, #ARGV do
-  if owned(KEYS[1], ARGV[1], ARGV[i], ARGV[2]) then
-    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
-  else
-    table.insert(lost, ARGV[i])
-  end
-end
-return lost
-"""
-)
-
 
 def consumer_name() -> str:
     """A name no other worker has: host, process and a random part."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedTurn:
-    """One entry of the turns stream.
-
-    Attributes:
-        entry_id: Its stream id.
-        session_id: The session.
-        turn_id: The turn's id (what the front answered the message with).
-        seq: The turn's number within the session (1, 2, ...).
-        request: The ``user_message`` line.
-        reclaimed: Taken over from a worker that stopped answering.
-    """
-
-    entry_id: str
-    session_id: str
-    turn_id: str
-    seq: int
-    request: str
-    reclaimed: bool
-
-    @classmethod
-    def read(cls, entry_id: bytes | str, fields: Mapping[bytes | str, bytes | str], *, reclaimed: bool) -> QueuedTurn:
-        """The turn an entry holds.
-
-        Raises:
-            ValueError: The entry is not a turn (a field is missing or the number is not one).
-        """
-        values = {text(name): text(value) for name, value in fields.items()}
-        try:
-            return cls(
-                entry_id=text(entry_id),
-                session_id=values["session_id"],
-                turn_id=values["turn_id"],
-                seq=int(values["seq"]),
-                request=values["request"],
-                reclaimed=reclaimed,
-            )
-        except (KeyError, ValueError) as error:
-            raise ValueError(f"not a turn entry: {error}") from None
 
 
 @dataclass(slots=True)
@@ -226,9 +128,9 @@ class RedisTurnWorker:
         self._wakeups: dict[str, asyncio.Event] = {}  # by session: set when one of its turns finishes
         self._room = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._append = redis.register_script(_APPEND)
-        self._finish = redis.register_script(_FINISH)
-        self._refresh = redis.register_script(_REFRESH)
+        self._append = redis.register_script(scripts.APPEND)
+        self._finish = redis.register_script(scripts.FINISH)
+        self._refresh = redis.register_script(scripts.REFRESH)
 
     @property
     def held(self) -> int:
@@ -254,6 +156,7 @@ class RedisTurnWorker:
             await self._release(lambda held: not held.running)
             while self._held:
                 await asyncio.wait([held.task for held in self._held.values() if held.task is not None])
+            await self._leave_group()
         finally:
             for task in loops:
                 task.cancel()
@@ -263,6 +166,16 @@ class RedisTurnWorker:
             for held in list(self._held.values()):
                 if held.task is not None:
                     held.task.cancel()
+
+    async def _leave_group(self) -> None:
+        """Remove this worker's consumer from the group when it holds nothing (deleting a consumer drops what it
+        holds, so one with turns handed over but not yet taken stays: an empty name, harmless)."""
+        with contextlib.suppress(RedisError, OSError):
+            delivered: Any = await self._redis.xpending_range(
+                self._keys.turns, WORKERS_GROUP, "-", "+", 1, consumername=self.consumer
+            )
+            if not delivered:
+                await self._redis.xgroup_delconsumer(self._keys.turns, WORKERS_GROUP, self.consumer)
 
     def stop(self) -> None:
         """Stop taking turns; :meth:`run` returns once the running ones have ended."""

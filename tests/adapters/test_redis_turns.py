@@ -365,6 +365,8 @@ async def test_a_stopping_worker_hands_its_waiting_turns_over_at_once_and_finish
         await asyncio.wait_for(run, 10)
     assert [e["type"] for e in await lines(events, "x")] == ["text_delta", "text_delta", "turn_end"]
     assert "waiting for a slot" not in script.started
+    consumers = await client.xinfo_consumers(KEYS.turns, "workers")
+    assert leaving.consumer not in {str(c["name"]) for c in consumers}  # it left the group holding nothing
 
 
 @given(
