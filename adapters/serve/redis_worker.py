@@ -1,5 +1,4 @@
-"""RedisTurnWorker: runs the turns queued on the Redis turns stream, each session's strictly in order, any number of
-workers on any hosts; a turn of a worker that stopped answering is taken over after the visibility timeout."""
+"""RedisTurnWorker: runs the turns queued on Redis, each session's in order, a silent worker's turns taken over."""
 
 from __future__ import annotations
 
