@@ -9,7 +9,7 @@ from dataclasses import dataclass
 WORKERS_GROUP = "workers"
 """The consumer group of the turns stream that every ``ironhive worker`` reads with."""
 
-_STREAM_ID = re.compile(r"\A(\d{1,20})(?:-(\d{1,20}))?\Z")
+_STREAM_ID = re.compile(r"\A([0-9]{1,20})(?:-([0-9]{1,20}))?\Z")
 _MAX_PART = 2**64 - 1
 
 

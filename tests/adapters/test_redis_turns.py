@@ -90,6 +90,17 @@ async def test_an_unreadable_last_event_id_replays_from_the_oldest(events: Redis
         assert [e.id for e in read][:1] == [first]
 
 
+@pytest.mark.parametrize(
+    "edge",
+    ["0", "5", "0-0", "18446744073709551615-18446744073709551615", "18446744073709551616", "1-", "-1", "1-2-3",
+     "\u0663", "\u0663-\u0661", " 1-0", "1-0\n", "$", ">", "+", "-"],
+)  # fmt: skip
+async def test_edge_ids_never_fail_a_read(events: RedisEventLog, edge: str) -> None:
+    await events.forget("e")
+    await events.append("e", "a")
+    assert [e.line for e in await events.read_after("e", edge, wait_seconds=0)] in (["a"], [])
+
+
 async def test_a_reader_waits_for_the_next_event(events: RedisEventLog) -> None:
     last = await events.append("w", "a")
     reader = asyncio.create_task(events.read_after("w", last, wait_seconds=5))
