@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Annotated, Literal
 
-from cyclopts import App, Parameter
+from cyclopts import Parameter
 
 from ironhive import __version__
 from ironhive.adapters.provider_registry import provider_names_help
@@ -16,6 +16,7 @@ from ironhive.cli.daemon_command import register as register_daemon_command
 from ironhive.cli.doctor import register as register_doctor
 from ironhive.cli.mcp_commands import register as register_mcp_commands
 from ironhive.cli.models_command import register as register_models_command
+from ironhive.cli.prepared_parse import PreparedApp, resolve_annotations
 from ironhive.cli.protocol_command import register as register_protocol_command
 from ironhive.cli.session_commands import register as register_session_commands
 from ironhive.cli.trust_command import register as register_trust_command
@@ -35,7 +36,7 @@ For example:
   ironhive --install-completion          tab completion for bash, zsh or fish
 """
 
-app = App(
+app = PreparedApp(
     name="ironhive",
     help=HELP,
     help_format="plaintext",
@@ -281,3 +282,5 @@ for register in (
 ):
     register(app)
 app.register_install_completion_command(add_to_startup=True, help="Install shell completion (bash, zsh or fish).")
+resolve_annotations(chat)  # evaluated once, not on each of cyclopts' reads of them in a parse
+resolve_annotations(run)

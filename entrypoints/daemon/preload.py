@@ -102,6 +102,21 @@ def preload() -> list[str]:
     return missing
 
 
+PARSE_SAMPLES = (("-p", "-", "-o", "json"), ("run", "-p", "-"))
+"""Command lines whose parse is prepared (:func:`prepare_parse`): the default command (``-p``) and ``run``."""
+
+
+def prepare_parse() -> None:
+    """Parse :data:`PARSE_SAMPLES` once, keeping an unused argument collection for each command's next parse (see
+    :mod:`ironhive.cli.prepared_parse`). In the warm process, every fork inherits them; in a spare, the rehearsal also
+    copies the pages a parse writes before the request arrives, and leaves the spare collections of its own."""
+    with contextlib.suppress(ImportError):
+        from ironhive.cli.app import app
+        from ironhive.cli.prepared_parse import prepare
+
+        prepare(app, PARSE_SAMPLES)
+
+
 def thread_count() -> int:
     """The process's OS threads (native ones included)."""
     try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ironhive import __version__
 from ironhive.daemon.paths import LOCK_NAME, LOG_NAME, check_private_directory, socket_path
-from ironhive.daemon.preload import preload, thread_count
+from ironhive.daemon.preload import preload, prepare_parse, thread_count
 from ironhive.daemon.protocol import compatibility_key, install_fingerprint, peer_uid, receive, send
 from ironhive.daemon.spare import Spare, await_request, channel_pair
 
@@ -263,7 +263,7 @@ class Server:
         if pid == 0:
             server_end.close()
             self._become_child(None)
-            message, fds = await_request(spare_end)
+            message, fds = await_request(spare_end, prepare_parse)
             return Forked(message, fds)
         spare_end.close()
         with contextlib.suppress(OSError):
@@ -416,6 +416,7 @@ def main(directory: str, idle_seconds: float) -> None:
     if lock_fd is None:
         return  # another server holds the directory
     missing = preload()
+    prepare_parse()
     gc.collect()
     gc.freeze()  # the preloaded objects are never collected: no GC pass in a child touches (and copies) their pages
     if thread_count() > 1:  # forking a threaded process is unsafe: a preloaded module started a thread
