@@ -33,7 +33,7 @@ else:
 
 WARM_COMMANDS = frozenset({"models", "sessions", "get", "set", "unset", "config", "doctor"})
 """Subcommands that never need a terminal of their own and run the same forked."""
-DIRECT_COMMANDS = frozenset({"mcp", "trust", "update", "protocol", "daemon", "completion", "acp"})
+DIRECT_COMMANDS = frozenset({"mcp", "trust", "update", "protocol", "daemon", "completion", "acp", "serve", "worker"})
 """The other subcommands; any other first word is a positional prompt (or a mistyped command: an error either way)."""
 
 VALUE_OPTIONS = frozenset(
