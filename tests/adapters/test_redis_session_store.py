@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
-from collections.abc import AsyncIterator, Iterator
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,10 +26,10 @@ from ironhive.adapters.sessions.redis_store import (
     open_redis,
     project_key_for,
 )
-from ironhive.adapters.sessions.store import project_hash
+from ironhive.adapters.sessions.store import DiskCacheSessionStore, project_hash
 from ironhive.domain.errors import ConfigurationError, SessionNotFoundError
 from ironhive.ports.chat import ChatMessage, Role
-from ironhive.ports.sessions import ExecutionLog
+from ironhive.ports.sessions import ExecutionLog, SessionInfo
 from tests.adapters.sessions import test_diskcache_session_store as contract
 from tests.adapters.sessions.conversation import CountingIds, text_turn, tool_turn
 from tests.adapters.sessions.test_session_codec import messages as generated_messages
@@ -359,6 +362,67 @@ async def test_generated_turns_round_trip(store: RedisSessionStore, turns: list[
     assert await store.load_messages(session.id) == tuple(message for turn in turns for message in turn)
     forked = await store.fork(session.id)
     assert await store.load_messages(forked.id) == await store.load_messages(session.id)
+
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("create"), st.sampled_from(["gpt-4o", "other"])),
+        st.tuples(st.just("create_as"), st.integers(0, 99)),
+        st.tuples(st.just("append"), st.integers(0, 99), st.lists(generated_messages, max_size=3)),
+        st.tuples(st.just("end"), st.integers(0, 99), st.sampled_from(["user_exit", "completed", "error", "forked"])),
+        st.tuples(st.just("fork"), st.integers(0, 99)),
+        st.tuples(st.just("delete"), st.integers(0, 99)),
+        st.tuples(st.just("advance"), st.integers(0, 2000)),
+    ),
+    max_size=14,
+)
+_projects = itertools.count()
+
+
+async def outcome(call: Awaitable[object]) -> tuple[str, object]:
+    try:
+        return ("ok", await call)
+    except (SessionNotFoundError, SessionDataError) as error:
+        return (type(error).__name__, str(error))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=operations)
+async def test_both_stores_agree_on_generated_operations(client: Redis, steps: list[tuple[Any, ...]]) -> None:
+    clock = FakeClock(start=START)
+    with tempfile.TemporaryDirectory() as folder:
+        disk = DiskCacheSessionStore(Path(folder), Path(folder) / "project", clock=clock, ids=CountingIds())
+        redis = RedisSessionStore(client, project_key=f"equal-{next(_projects)}", clock=clock, ids=CountingIds())
+        ids: list[str] = []
+
+        def target(index: int) -> str:
+            return [*ids, "nope"][index % (len(ids) + 1)]
+
+        for step in steps:
+            match step:
+                case ("advance", milliseconds):
+                    clock.advance(milliseconds / 1000)
+                    continue
+                case ("create", model):
+                    results = [await outcome(store.create(model)) for store in (disk, redis)]
+                case ("create_as", index):
+                    results = [await outcome(store.create("m", target(index))) for store in (disk, redis)]
+                case ("append", index, messages):
+                    results = [await outcome(store.append_turn(target(index), messages)) for store in (disk, redis)]
+                case ("end", index, reason):
+                    results = [await outcome(store.end(target(index), reason)) for store in (disk, redis)]
+                case ("fork", index):
+                    results = [await outcome(store.fork(target(index))) for store in (disk, redis)]
+                case ("delete", index):
+                    results = [await outcome(store.delete(target(index))) for store in (disk, redis)]
+            assert results[0] == results[1], step
+            if isinstance(made := results[0][1], SessionInfo) and made.id not in ids:
+                ids.append(made.id)
+        for session_id in [*ids, "nope"]:
+            assert await outcome(disk.get(session_id)) == await outcome(redis.get(session_id))
+            assert await outcome(disk.load_messages(session_id)) == await outcome(redis.load_messages(session_id))
+        assert await disk.list(100) == await redis.list(100)
+        assert await disk.latest() == await redis.latest()
 
 
 async def test_the_execution_log_writes_the_jsonl_logs_entries(client: Redis, tmp_path: Path) -> None:
