@@ -211,16 +211,19 @@ class RedisTurnWorker:
                     self._hold(entry_id, fields, reclaimed=False)
 
     async def _take_over(self) -> None:
-        # Turns taken over bypass the room limit: they may be what the held turns wait for.
+        # Turns taken over bypass the room limit: they may be what the held turns wait for. One call looks at a
+        # bounded part of the pending list, so the cursor goes on from where the last call stopped.
+        cursor = "0-0"
         while True:
             await asyncio.sleep(min(self._visibility_ms / 3000, 1.0))
             try:
                 claimed: Any = await self._redis.xautoclaim(
-                    self._keys.turns, WORKERS_GROUP, self.consumer, self._visibility_ms, "0-0", count=self._concurrency
+                    self._keys.turns, WORKERS_GROUP, self.consumer, self._visibility_ms, cursor, count=self._concurrency
                 )
             except (RedisError, OSError):
                 log.warning("taking over idle turns failed; trying again", exc_info=True)
                 continue
+            cursor = text(claimed[0])
             for entry_id, fields in claimed[1]:
                 if fields is not None and text(entry_id) not in self._held:
                     self._hold(entry_id, fields, reclaimed=True)

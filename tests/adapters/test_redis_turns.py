@@ -9,6 +9,7 @@ import json
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -400,3 +401,27 @@ def test_a_control_message_that_is_not_one_is_ignored(data: bytes | str | dict[s
 def test_control_messages_read_back_as_written(session: str, kind: str, turn: str | None, line: str | None) -> None:
     message = ControlMessage(session, kind, turn_id=turn, line=line)
     assert ControlMessage.decode(message.encode()) == message
+
+
+async def test_a_silent_workers_turn_deep_in_the_pending_list_is_still_taken_over(
+    client: Redis, store: RedisSessionStore, events: RedisEventLog
+) -> None:
+    hub = hub_of(client)
+    for n in range(26):
+        await hub.submit(f"deep{n}", UserMessageRequest(content=f"turn {n}"))
+    delivered: Any = await client.xreadgroup("workers", "busy", {KEYS.turns: ">"}, count=26)
+    ids: list[Any] = [entry_id for entry_id, _fields in delivered[0][1]]
+    await client.xclaim(KEYS.turns, "workers", "silent", 0, ids[-1:])  # the last one's worker went silent
+
+    async def keep_busy() -> None:  # a live worker keeps the first 25 entries fresh
+        while True:
+            await client.xclaim(KEYS.turns, "workers", "busy", 0, ids[:-1], justid=True)
+            await asyncio.sleep(0.1)
+
+    busy = asyncio.create_task(keep_busy())
+    try:
+        async with workers(client, store, Script(), 1, visibility=0.5):  # XAUTOCLAIM COUNT 2 looks at 20 per call
+            await wait_for_turn_ends(events, "deep25", 1, within=15)
+    finally:
+        busy.cancel()
+    assert [n for n in range(25) if await lines(events, f"deep{n}")] == []  # the fresh ones were left alone
