@@ -28,8 +28,9 @@ async def open_redis(url: str, *, connect_timeout: float = CONNECT_TIMEOUT_SECON
     (``XREADGROUP BLOCK``) may wait as long as they ask.
 
     Raises:
-        ConfigurationError: The URL is not a Redis URL or the server does not answer (the message names the URL with
-            its password masked).
+        ConfigurationError: The URL is not a Redis URL, the server does not answer, or it evicts any key when memory
+            runs out (an ``allkeys-*`` ``maxmemory-policy`` with a ``maxmemory``: sessions would vanish silently).
+            The message names the URL with its password masked.
     """
     import redis.asyncio
     from redis.exceptions import RedisError
@@ -42,10 +43,18 @@ async def open_redis(url: str, *, connect_timeout: float = CONNECT_TIMEOUT_SECON
     try:
         async with asyncio.timeout(connect_timeout):  # a server that accepts but never answers
             await client.ping()
+            memory = await client.info("memory")
     except (RedisError, OSError) as error:  # TimeoutError is an OSError
         await client.aclose()
         reason = mask_urls(str(error)) or type(error).__name__
         raise ConfigurationError(f"Cannot connect to Redis at {shown}: {reason}") from None
+    policy = str(memory.get("maxmemory_policy", ""))
+    if policy.startswith("allkeys-") and int(memory.get("maxmemory", 0) or 0) > 0:
+        await client.aclose()
+        raise ConfigurationError(
+            f"Redis at {shown} evicts any key when its memory is full (maxmemory-policy {policy}), so stored "
+            "sessions could vanish: use noeviction or a volatile-* policy, or no maxmemory"
+        )
     return client
 
 

@@ -348,6 +348,27 @@ async def test_a_server_that_never_answers_is_a_configuration_error_in_time() ->
         await listener.wait_closed()
 
 
+@pytest.mark.parametrize(
+    ("policy", "maxmemory", "refused"),
+    [("allkeys-lru", "100mb", True), ("allkeys-random", "1gb", True), ("allkeys-lru", "0", False),
+     ("volatile-lru", "100mb", False), ("noeviction", "100mb", False)],
+)  # fmt: skip
+async def test_a_server_that_may_evict_sessions_is_refused(
+    server: RedisServer, client: Redis, policy: str, maxmemory: str, refused: bool
+) -> None:
+    await client.config_set("maxmemory-policy", policy)
+    await client.config_set("maxmemory", maxmemory)
+    try:
+        if refused:
+            with pytest.raises(ConfigurationError, match=f"maxmemory-policy {policy}"):
+                await open_redis(server.url)
+        else:
+            await (await open_redis(server.url)).aclose()
+    finally:
+        await client.config_set("maxmemory-policy", "noeviction")
+        await client.config_set("maxmemory", "0")
+
+
 async def test_a_url_that_is_not_redis_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="Not a Redis URL: http://"):
         await open_redis("http://127.0.0.1:1/")
