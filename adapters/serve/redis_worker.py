@@ -208,7 +208,7 @@ class RedisTurnWorker:
                 continue
             for _stream, entries in reply or ():
                 for entry_id, fields in entries:
-                    self._hold(entry_id, fields, reclaimed=False)
+                    await self._hold(entry_id, fields, reclaimed=False)
 
     async def _take_over(self) -> None:
         # Turns taken over bypass the room limit: they may be what the held turns wait for. One call looks at a
@@ -226,14 +226,14 @@ class RedisTurnWorker:
             cursor = text(claimed[0])
             for entry_id, fields in claimed[1]:
                 if fields is not None and text(entry_id) not in self._held:
-                    self._hold(entry_id, fields, reclaimed=True)
+                    await self._hold(entry_id, fields, reclaimed=True)
 
-    def _hold(self, entry_id: bytes | str, fields: Mapping[bytes | str, bytes | str], *, reclaimed: bool) -> None:
+    async def _hold(self, entry_id: bytes | str, fields: Mapping[bytes | str, bytes | str], *, reclaimed: bool) -> None:
         try:
             turn = QueuedTurn.read(entry_id, fields, reclaimed=reclaimed)
         except ValueError:
             log.warning("dropping a turns stream entry that is not a turn: %s", text(entry_id))
-            asyncio.create_task(self._drop_entry(text(entry_id)))  # noqa: RUF006 - nothing to wait for
+            await self._drop_entry(text(entry_id))
             return
         held = _Held(turn=turn)
         self._held[turn.entry_id] = held

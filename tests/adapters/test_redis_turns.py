@@ -425,3 +425,16 @@ async def test_a_silent_workers_turn_deep_in_the_pending_list_is_still_taken_ove
     finally:
         busy.cancel()
     assert [n for n in range(25) if await lines(events, f"deep{n}")] == []  # the fresh ones were left alone
+
+
+async def test_an_entry_that_is_not_a_turn_is_dropped_and_the_turns_behind_it_run(
+    client: Redis, store: RedisSessionStore, events: RedisEventLog
+) -> None:
+    hub = hub_of(client)
+    await hub.submit("before", UserMessageRequest(content="first"))  # makes the stream and group
+    await client.xadd(KEYS.turns, {"session_id": "j", "seq": "not a number"})
+    await hub.submit("after", UserMessageRequest(content="second"))
+    async with workers(client, store, Script(), 1):
+        await wait_for_turn_ends(events, "after", 1)
+    assert await client.xlen(KEYS.turns) == 0
+    assert await lines(events, "j") == []
