@@ -66,6 +66,7 @@ class _Held:
     task: asyncio.Task[None] | None = None
     session: TurnSession | None = None
     running: bool = False
+    behind: bool = False  # waiting for the session's previous turn (it needs no slot meanwhile)
     lost: bool = False
     cancel_asked: bool = False
     pending_answers: list[tuple[HitlResponseRequest, float]] = field(default_factory=list)
@@ -191,9 +192,11 @@ class RedisTurnWorker:
     # --- taking turns ------------------------------------------------------------------------------------------------
 
     async def _take_new(self) -> None:
-        room = 2 * self._concurrency  # a few wait behind their session's running turn while others run
+        # Take only what a slot is free for, so the other workers get the rest; turns waiting behind their session's
+        # previous turn need no slot, so more are taken meanwhile (up to a bound on all held).
         while True:
-            free = room - len(self._held)
+            ready = sum(not held.behind for held in self._held.values())
+            free = min(self._concurrency - ready, 4 * self._concurrency - len(self._held))
             if free <= 0:
                 self._room.clear()
                 await self._room.wait()
@@ -327,11 +330,16 @@ class RedisTurnWorker:
                     return False
                 if done == turn.seq - 1:
                     return True
+                if not held.behind:
+                    held.behind = True
+                    self._room.set()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
                         await wakeup.wait()
                 delay = min(delay * 2, 1.0)
         finally:
+            if held.behind:
+                held.behind = False
             waiting = (other for other in self._held.values() if other is not held and not other.running)
             if not any(other.turn.session_id == turn.session_id for other in waiting):
                 self._wakeups.pop(turn.session_id, None)

@@ -357,26 +357,40 @@ async def test_a_stopping_worker_hands_its_waiting_turns_over_at_once_and_finish
     script = Script(hang=hang)
     hub = hub_of(client)
     leaving = RedisTurnWorker(
-        client, store, runtime_factory(script), keys=KEYS, concurrency=1, visibility_timeout_seconds=30,
+        client, store, runtime_factory(script), keys=KEYS, concurrency=2, visibility_timeout_seconds=30,
         event_log_size=1000, poll_seconds=0.01,
     )  # fmt: skip
     run = asyncio.create_task(leaving.run())
     await hub.submit("x", UserMessageRequest(content="running"))
+    await hub.submit("x", UserMessageRequest(content="waiting behind it"))
     await until(lambda: started(script, "running"), 10)
-    await hub.submit("y", UserMessageRequest(content="waiting for a slot"))
 
     async def both_held() -> bool:
         return leaving.held == 2
 
     await until(both_held, 10)
     leaving.stop()
-    async with workers(client, store, Script(), 1, visibility=30):
-        await wait_for_turn_ends(events, "y", 1, within=10)  # long before the 30 s visibility timeout
+    async with workers(client, store, Script(), 1, visibility=30) as (taker,):
+
+        async def taken_over() -> bool:
+            held: Any = await client.xpending_range(KEYS.turns, "workers", "-", "+", 10, consumername=taker.consumer)
+            return len(held) == 1
+
+        await until(taken_over, 10)  # long before the 30 s visibility timeout
         assert not run.done()  # the running turn is still being finished
         hang.set()
         await asyncio.wait_for(run, 10)
-    assert [e["type"] for e in await lines(events, "x")] == ["text_delta", "text_delta", "turn_end"]
-    assert "waiting for a slot" not in script.started
+        await wait_for_turn_ends(events, "x", 2, within=10)
+    logged = await lines(events, "x")
+    assert [e["type"] for e in logged] == [
+        "text_delta",
+        "text_delta",
+        "turn_end",
+        "text_delta",
+        "text_delta",
+        "turn_end",
+    ]
+    assert script.started == ["running"]  # the second turn ran on the other worker
     consumers = await client.xinfo_consumers(KEYS.turns, "workers")
     assert leaving.consumer not in {str(c["name"]) for c in consumers}  # it left the group holding nothing
 
