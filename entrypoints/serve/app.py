@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from ironhive.adapters.serve.hub import EventLog, TurnHub, TurnQueueFullError
-from ironhive.domain.errors import SessionNotFoundError
+from ironhive.domain.errors import IronHiveError, SessionNotFoundError
 from ironhive.domain.sessions import session_id_problem
 from ironhive.ports.sessions import SessionInfo, SessionStore
 from ironhive.protocol.models import (
@@ -143,7 +143,7 @@ async def _open_session(state: _State, request: web.Request) -> web.StreamRespon
             return web.json_response(session_entry(await state.store.get(session_id)), status=200)
     try:
         info = await state.store.create(state.settings.model, session_id)
-    except Exception:
+    except IronHiveError:
         if session_id is None:
             raise
         info = await state.store.get(session_id)  # created by another request at the same moment
