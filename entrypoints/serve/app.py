@@ -228,7 +228,10 @@ def event_type(line: str) -> str:
 
 def sse_frame(event_id: str, line: str) -> bytes:
     """One SSE event: ``id:`` the log id, ``event:`` the protocol type, ``data:`` exactly the protocol line."""
-    return f"id: {event_id}\nevent: {event_type(line)}\ndata: {line}\n\n".encode()
+    name = event_type(line)
+    if any(character in name for character in "\r\n"):  # a line break would end the field early
+        name = "message"
+    return f"id: {event_id}\nevent: {name}\ndata: {line}\n\n".encode()
 
 
 async def _events(state: _State, request: web.Request) -> web.StreamResponse:
