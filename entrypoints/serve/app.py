@@ -260,6 +260,10 @@ async def _events(state: _State, request: web.Request) -> web.StreamResponse:
                     continue
                 events = reading.result()
                 if not events:
+                    try:
+                        await state.store.get(info.id)
+                    except SessionNotFoundError:
+                        break  # deleted meanwhile (here or by another front): nothing more will come
                     await response.write(b": heartbeat\n\n")
                     continue
                 await response.write(b"".join(sse_frame(event.id, event.line) for event in events))

@@ -160,6 +160,9 @@ def test_heartbeats_keep_an_idle_stream_open(work: Path) -> None:
         with server.events(session) as stream:
             assert stream.read_for(1.5) == []
             assert stream.comments >= 3
+            assert server.request("DELETE", f"/v1/sessions/{session}").status == 200
+            stream.set_timeout(5)
+            assert list(stream.frames()) == []  # the stream of a deleted session ends
 
 
 def test_the_token_is_required_and_healthz_is_open(work: Path) -> None:
