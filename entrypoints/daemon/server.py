@@ -31,24 +31,28 @@ REQUEST_TIMEOUT_SECONDS = 10.0
 
 
 class Run:
-    """A forked child and the connection of the client waiting for it."""
+    """A forked child, the connection of the client waiting for it, and the pipe on which the child reports its exit
+    code once its output is flushed and closed (``report``; -1 once read); ``replied`` once the client has its code."""
 
-    __slots__ = ("connection", "pid", "pidfd")
+    __slots__ = ("connection", "pid", "pidfd", "replied", "report")
 
-    def __init__(self, pid: int, pidfd: int, connection: socket.socket) -> None:
+    def __init__(self, pid: int, pidfd: int, report: int, connection: socket.socket) -> None:
         self.pid = pid
         self.pidfd = pidfd
+        self.report = report
         self.connection = connection
+        self.replied = False
 
 
 class Forked:
-    """What :meth:`Server.serve` returns in a forked child: the request to run."""
+    """What :meth:`Server.serve` returns in a forked child: the request to run, and where to report its exit code."""
 
-    __slots__ = ("fds", "message")
+    __slots__ = ("fds", "message", "report")
 
-    def __init__(self, message: dict[str, Any], fds: list[int]) -> None:
+    def __init__(self, message: dict[str, Any], fds: list[int], report: int) -> None:
         self.message = message
         self.fds = fds
+        self.report = report
 
 
 class Server:
@@ -169,6 +173,8 @@ class Server:
             run = self.runs.get(pid)
             if run is not None and kind == "exit":
                 self._reap(run)
+            elif run is not None and kind == "report":
+                self._reported(run)
             elif run is not None:
                 self._from_client(run)
         return None
@@ -238,19 +244,23 @@ class Server:
             self.idle_seconds = float(idle)
         started = self._hand_to_spare(message, fds)
         if started is None:
+            report, report_end = os.pipe()
             pid = os.fork()
             if pid == 0:
+                os.close(report)
                 self._become_child(connection)
-                return Forked(message, fds)
+                return Forked(message, fds, report_end)
+            os.close(report_end)
             with contextlib.suppress(OSError):
                 os.setpgid(pid, pid)  # also done by the child: whichever runs first, signals reach its group
-            started = (pid, os.pidfd_open(pid))
+            started = (pid, os.pidfd_open(pid), report)
         _close_all(fds)
         pid = started[0]
         self.served += 1
-        run = Run(pid, started[1], connection)
+        run = Run(pid, started[1], started[2], connection)
         self.runs[pid] = run
         self.selector.register(run.pidfd, selectors.EVENT_READ, ("exit", pid))
+        self.selector.register(run.report, selectors.EVENT_READ, ("report", pid))
         if self._reply(connection, {"status": "started", "pid": pid}):
             connection.settimeout(None)
             self.selector.register(connection, selectors.EVENT_READ, ("client", pid))
@@ -259,21 +269,24 @@ class Server:
     def _fork_spare(self) -> Forked | None:
         """Fork the next run's process now; in that process, wait for its request and return it."""
         server_end, spare_end = channel_pair()
+        report, report_end = os.pipe()
         pid = os.fork()
         if pid == 0:
             server_end.close()
+            os.close(report)
             self._become_child(None)
             message, fds = await_request(spare_end, prepare_parse)
-            return Forked(message, fds)
+            return Forked(message, fds, report_end)
         spare_end.close()
+        os.close(report_end)
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # a group of its own before any client can signal it
-        self.spare = Spare(pid, server_end)
+        self.spare = Spare(pid, server_end, report)
         self.selector.register(self.spare.pidfd, selectors.EVENT_READ, ("spare", pid))
         return None
 
-    def _hand_to_spare(self, message: dict[str, Any], fds: list[int]) -> tuple[int, int] | None:
-        """The spare's pid and pidfd once it has the request; ``None`` when there is none to take it."""
+    def _hand_to_spare(self, message: dict[str, Any], fds: list[int]) -> tuple[int, int, int] | None:
+        """The spare's pid, pidfd and report pipe once it has the request; ``None`` when there is none to take it."""
         spare, self.spare = self.spare, None
         if spare is None:
             return None
@@ -283,7 +296,7 @@ class Server:
             self._spare_failed()
             return None
         spare.close()
-        return spare.pid, spare.pidfd
+        return spare.pid, spare.pidfd, spare.report
 
     def _spare_ended(self) -> None:
         """A spare ended before any request reached it: reaped, and no more spares (forking per run still works)."""
@@ -309,12 +322,37 @@ class Server:
         for run in self.runs.values():
             run.connection.close()
             os.close(run.pidfd)
+            if run.report >= 0:
+                os.close(run.report)
         if self.spare is not None:
             self.spare.close()
             os.close(self.spare.pidfd)
+            os.close(self.spare.report)
         self.selector.close()
         os.close(self.wake_read)
         os.close(self.wake_write)
+
+    def _reported(self, run: Run) -> None:
+        """The child's exit code, sent once its output is flushed and closed: the client has it at once, while the
+        child's memory is still being freed. Nothing (end of file) when it ended another way: then its reaping tells."""
+        try:
+            data = os.read(run.report, 16)
+        except OSError:
+            data = b""
+        self._close_report(run)
+        if not data.isdigit():
+            return
+        self._reply(run.connection, {"status": "exited", "code": int(data)})
+        run.replied = True
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(run.connection)
+        run.connection.close()
+
+    def _close_report(self, run: Run) -> None:
+        if run.report >= 0:
+            self.selector.unregister(run.report)
+            os.close(run.report)
+            run.report = -1
 
     def _from_client(self, run: Run) -> None:
         try:
@@ -337,7 +375,9 @@ class Server:
         _, status = os.waitpid(run.pid, 0)
         code = os.waitstatus_to_exitcode(status)
         reply = {"status": "signaled", "signal": -code} if code < 0 else {"status": "exited", "code": code}
-        self._reply(run.connection, reply)
+        if not run.replied:
+            self._reply(run.connection, reply)
+        self._close_report(run)
         self.selector.unregister(run.pidfd)
         os.close(run.pidfd)
         with contextlib.suppress(KeyError, ValueError):
@@ -434,4 +474,4 @@ def main(directory: str, idle_seconds: float) -> None:
     args = become_run(forked.message, forked.fds)
     from ironhive.cli.app import run_app
 
-    exit_run(run_app(args))  # an exception propagates instead, through Python's own handling, as in a direct run
+    exit_run(run_app(args), forked.report)  # an exception propagates instead, as in a direct run

@@ -27,13 +27,15 @@ class Spare:
     Args:
         pid: The spare's process id.
         channel: The warm process's end of the socket pair.
+        report: The read end of the pipe on which the run will report its exit code (the run's, once handed over).
     """
 
-    __slots__ = ("channel", "pid", "pidfd")
+    __slots__ = ("channel", "pid", "pidfd", "report")
 
-    def __init__(self, pid: int, channel: socket.socket) -> None:
+    def __init__(self, pid: int, channel: socket.socket, report: int) -> None:
         self.pid = pid
         self.channel = channel
+        self.report = report
         self.pidfd = os.pidfd_open(pid)
 
     def hand_over(self, message: dict[str, Any], fds: list[int]) -> bool:
@@ -56,6 +58,7 @@ class Spare:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         os.close(self.pidfd)
+        os.close(self.report)
 
 
 def channel_pair() -> tuple[socket.socket, socket.socket]:
