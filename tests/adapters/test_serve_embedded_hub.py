@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ironhive.adapters.serve.embedded_hub import EmbeddedTurnHub
 from ironhive.adapters.serve.hub import SessionRuntime, TurnHub, TurnQueueFullError
@@ -409,3 +412,84 @@ async def events_until_type(
                 if seen[-1]["type"] == kind:
                     break
     return seen
+
+
+async def test_a_turn_cancelled_while_it_waits_for_a_slot_ends_once_and_frees_nothing_it_never_held(
+    make_hub: HubFactory, runtimes: FakeRuntimes, log: MemoryEventLog
+) -> None:
+    hub = make_hub(max_concurrent_turns=1)
+    await hub.submit("a", message("hold"))
+    waiting = await hub.submit("b", message("never"))
+    await asyncio.sleep(0.02)
+    assert await hub.cancel("b", waiting)
+    assert kinds(await events_until(log, "b", 1)) == ["turn_end"]
+    runtimes.release.set()
+    await events_until(log, "a", 1)
+    await hub.submit("b", message("later"))  # the slot was not lost
+    assert texts(await events_until(log, "b", 2)) == ["later"]
+    assert ("b", "never") not in runtimes.processed
+    load = await hub.load()
+    assert (load.running, load.queued) == (0, 0)
+
+
+async def test_an_answer_reaches_only_its_own_session(
+    make_hub: HubFactory, runtimes: FakeRuntimes, log: MemoryEventLog
+) -> None:
+    hub = make_hub()
+    await hub.submit("a", message("ask"))
+    await hub.submit("b", message("hold"))
+    request = (await events_until_type(log, "a", "hitl_request"))[-1]
+    assert await hub.answer("b", HitlResponseRequest(approved=True, id=str(request["id"]))) is not None
+    assert await hub.answer("a", HitlResponseRequest(approved=False, id=str(request["id"]))) is None
+    assert texts(await events_until(log, "a", 1))[0] == "approved=False reason=the operator declined"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    actions=st.lists(
+        st.one_of(
+            st.tuples(st.just("submit"), st.integers(0, 2), st.integers(0, 3)),
+            st.tuples(st.just("cancel"), st.integers(0, 2), st.integers(0, 30)),
+            st.tuples(st.just("tick"), st.integers(0, 2), st.integers(1, 3)),
+        ),
+        max_size=40,
+    )
+)
+def test_random_submits_cancels_and_ticks_end_every_taken_turn_exactly_once(
+    actions: list[tuple[str, int, int]],
+) -> None:
+    async def scenario() -> None:
+        runtimes = FakeRuntimes()
+        log = MemoryEventLog(limit_per_session=1000, max_sessions=10)
+        hub = EmbeddedTurnHub(runtimes, log, max_concurrent_turns=2, max_queued_turns=3, max_live_sessions=2)
+        taken: dict[str, list[tuple[str, str]]] = {f"s{n}": [] for n in range(3)}
+        counter = 0
+        try:
+            for action, session_number, value in actions:
+                session = f"s{session_number}"
+                if action == "submit":
+                    counter += 1
+                    content = f"{'sleep' if value else 'quick'} {counter}"
+                    with contextlib.suppress(TurnQueueFullError):
+                        taken[session].append((await hub.submit(session, message(content)), content))
+                elif action == "cancel" and taken[session]:
+                    await hub.cancel(session, taken[session][value % len(taken[session])][0])
+                else:
+                    for _ in range(value):
+                        await asyncio.sleep(0)
+            for session, turns in taken.items():
+                events = await events_until(log, session, len(turns))
+                assert kinds(events).count("turn_end") == len(turns)
+                ran = [content for name, content in runtimes.processed if name == session]
+                contents = [content for _, content in turns]
+                assert ran == [content for content in contents if content in ran]  # in submission order
+                assert set(texts(events)) <= set(ran)  # a turn cancelled while running wrote no text
+            await asyncio.sleep(0.05)
+            for session, turns in taken.items():  # and nothing after the last turn_end
+                everything = [json.loads(e.line) for e in await log.read_after(session, None, wait_seconds=0)]
+                assert kinds(everything).count("turn_end") == len(turns)
+            assert hub.live_sessions <= 2
+        finally:
+            await hub.aclose()
+
+    asyncio.run(scenario())
