@@ -98,10 +98,7 @@ async def test_forget_wakes_waiting_readers_with_nothing_and_drops_the_events() 
 
 async def test_least_recently_used_logs_are_dropped_but_never_one_a_reader_waits_on() -> None:
     log = MemoryEventLog(limit_per_session=10, max_sessions=2)
-    await log.append("waited", "w")
-    reader = asyncio.create_task(log.read_after("waited", None, wait_seconds=0.0))
-    await reader
-    last = (await log.read_after("waited", None, wait_seconds=0))[-1].id
+    last = await log.append("waited", "w")
     waiting = asyncio.create_task(log.read_after("waited", last, wait_seconds=30))
     await asyncio.sleep(0.01)
     for n in range(5):
