@@ -98,6 +98,8 @@ def middlewares(
     """The middlewares of the API, outermost first: JSON errors, Host, Origin and CORS, size limit, token."""
     from aiohttp import web
 
+    too_large = f"Request body too large (the limit is {max_request_bytes} bytes)"
+
     @web.middleware
     async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
@@ -105,7 +107,8 @@ def middlewares(
         except web.HTTPException as error:  # aiohttp's own (404 route, 405, 413 while reading): the API's shape
             if error.status < 400:
                 raise
-            response = error_response(error.status, error.reason)
+            message = too_large if error.status == 413 else error.reason
+            response = error_response(error.status, message)
             if error.status == 405 and "Allow" in error.headers:
                 response.headers["Allow"] = error.headers["Allow"]
             return response
@@ -149,7 +152,7 @@ def middlewares(
     async def size_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         length = request.content_length
         if length is not None and length > max_request_bytes:
-            return error_response(413, f"Request body too large (the limit is {max_request_bytes} bytes)")
+            return error_response(413, too_large)
         return await handler(request)
 
     @web.middleware

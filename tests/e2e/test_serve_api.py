@@ -206,6 +206,8 @@ def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(work: Path) 
         path = f"/v1/sessions/{session}/messages"
         too_large = server.request("POST", path, {"content": "x" * 4096})
         assert too_large.status == 413 and "2048" in too_large.body["error"]
+        unannounced = server.request("POST", path, {"content": "x" * 4096}, chunked=True)
+        assert unannounced.status == 413 and "2048" in unannounced.body["error"]
         for raw, status in (
             (b"{not json", 400),
             (b"[1, 2]", 400),

@@ -143,8 +143,10 @@ class ServeProcess:
         raw: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         token: str | None = "",
+        chunked: bool = False,
     ) -> Answer:
-        """One request; ``token=None`` sends no Authorization header, ``""`` the server's token."""
+        """One request; ``token=None`` sends no Authorization header, ``""`` the server's token; ``chunked`` sends the
+        body without a length."""
         connection = http.client.HTTPConnection(self.host, self.port, timeout=TIMEOUT)
         try:
             sent = dict(headers or {})
@@ -153,7 +155,10 @@ class ServeProcess:
             data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
             if data is not None:
                 sent.setdefault("Content-Type", "application/json")
-            connection.request(method, path, body=data, headers=sent)
+            if chunked and data is not None:
+                connection.request(method, path, body=iter([data]), headers=sent, encode_chunked=True)
+            else:
+                connection.request(method, path, body=data, headers=sent)
             response = connection.getresponse()
             content = response.read()
             names = {name.lower(): value for name, value in response.getheaders()}
