@@ -6,13 +6,13 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from ironhive.adapters.serve.hub import EventLog, TurnHub, TurnQueueFullError
+from ironhive.adapters.serve.hub import EventLog, LoggedEvent, TurnHub, TurnQueueFullError
 from ironhive.domain.errors import IronHiveError, SessionNotFoundError
 from ironhive.domain.sessions import session_id_problem
 from ironhive.ports.sessions import SessionInfo, SessionStore
@@ -242,6 +242,7 @@ async def _events(state: _State, request: web.Request) -> web.StreamResponse:
     )
     await response.prepare(request)
     stopping = asyncio.ensure_future(state.stopping.wait())
+    reading: asyncio.Future[Sequence[LoggedEvent]] | None = None
     try:
         with contextlib.suppress(ConnectionError):
             while True:
@@ -270,6 +271,8 @@ async def _events(state: _State, request: web.Request) -> web.StreamResponse:
                 after = events[-1].id
     finally:
         stopping.cancel()
+        if reading is not None:
+            reading.cancel()  # the request was cancelled while a read waited
     return response
 
 
