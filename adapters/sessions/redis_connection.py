@@ -37,7 +37,9 @@ async def open_redis(url: str, *, connect_timeout: float = CONNECT_TIMEOUT_SECON
 
     shown = mask_urls(url) if "://" in url else url
     try:
-        client = redis.asyncio.from_url(url, decode_responses=True, socket_connect_timeout=connect_timeout)
+        client = redis.asyncio.from_url(
+            url, decode_responses=True, socket_connect_timeout=connect_timeout, socket_timeout=None
+        )  # redis-py 8 reads with a 5 s timeout by default: an XREAD BLOCK for a 15 s heartbeat failed
     except ValueError as error:
         raise ConfigurationError(f"Not a Redis URL: {shown} ({mask_urls(str(error))})") from None
     try:
