@@ -138,13 +138,25 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         port: The port to listen on; 0 picks a free one.
         models: The model ids ``/v1/models`` lists.
         api_key: When set, requests without ``Authorization: Bearer <api_key>`` get OpenAI's 401.
+        latency: Seconds every scripted answer waits before its first byte (a model's fixed response time; the
+            server's loop keeps serving other requests meanwhile).
     """
 
     _label = "OpenAI"
     _path = "/v1"
 
-    def __init__(self, *, port: int = 0, models: Sequence[str] = ("gpt-test",), api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        models: Sequence[str] = ("gpt-test",),
+        api_key: str | None = None,
+        latency: float = 0.0,
+    ) -> None:
+        if latency < 0:
+            raise ValueError("latency must not be negative")
         super().__init__(port=port, models=models, api_key=api_key)
+        self._latency = latency
 
     # -- script ----------------------------------------------------------------------------------------------------
 
@@ -264,6 +276,8 @@ class LoopbackOpenAIServer(LoopbackHttpServer[Reply, Json]):
         reply = self._resolve(scripted, body, number)
         if isinstance(reply, ErrorReply):
             return web.json_response(reply.body, status=reply.status, headers=dict(reply.headers))
+        if self._latency:
+            await asyncio.sleep(self._latency)
         return body, number, reply
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
