@@ -105,8 +105,9 @@ class LlamaCppChatClient:
             RAM (:func:`~ironhive.adapters.llamacpp.context_length.auto_context_length`), capped at 8192 for a model
             that does not state its trained context. Either way it is capped by the model's trained context and
             rounded up to a multiple of 256 as llama.cpp does.
-        n_threads: CPU threads for generation; ``None`` keeps llama-cpp-python's default (prompt evaluation uses
-            every CPU either way).
+        n_threads: CPU threads for generation; ``None`` chooses half of the CPUs this process may use (prompt
+            evaluation uses one thread per usable physical core either way: see
+            :mod:`~ironhive.adapters.llamacpp.cpu_settings`).
         seed: Sampling seed applied to every call (reproducible output); ``None`` lets llama.cpp choose.
         id_factory: Makes the ids of tool calls (random ``call_...`` ids when omitted).
         extra_buffer_types: ``lmsupply.extraBufferTypes``: ``True``/``False`` force llama.cpp's extra buffer types

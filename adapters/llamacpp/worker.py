@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from ironhive.adapters.llamacpp.cpu_probe import ExtraBufferDecision, decide_extra_buffer_types
+from ironhive.adapters.llamacpp.cpu_settings import CpuSettings, decide_cpu_settings
 from ironhive.adapters.llamacpp.frames import FrameError, read_frame, write_frame
 from ironhive.adapters.llamacpp.mapping import TokenCounter, finish_reason_of, text_delta_of
 from ironhive.adapters.llamacpp.prefix_cache import (
@@ -60,6 +61,7 @@ MIN_GAIN: Final = 16
 
 Frame = dict[str, Any]
 Probe = Callable[[bool | None], ExtraBufferDecision]
+CpuTuning = Callable[[int | None], CpuSettings]
 
 
 class Failure(Exception):
@@ -151,6 +153,8 @@ class Worker:
         out: Where frames go.
         import_llama: Imports the ``llama_cpp`` package (injectable for tests).
         probe: Decides ``use_extra_bufts`` from the configured override (injectable for tests).
+        tuning: Chooses threads and flash attention for this machine from the configured generation threads
+            (injectable for tests).
     """
 
     def __init__(
@@ -159,11 +163,13 @@ class Worker:
         *,
         import_llama: Callable[[], Any] = lambda: importlib.import_module("llama_cpp"),
         probe: Probe = decide_extra_buffer_types,
+        tuning: CpuTuning = decide_cpu_settings,
     ) -> None:
         self._out = out
         self._out_lock = threading.Lock()
         self._import_llama = import_llama
         self._probe = probe
+        self._tuning = tuning
         self._requests: queue.Queue[Frame | None] = queue.Queue()
         self._current: int | None = None
         self._stop = threading.Event()
@@ -262,9 +268,13 @@ class Worker:
         # Announced before loading, so a crash while loading can still be reported with the setting that was used.
         self._decision_frame = {"type": "decision", "use_extra_bufts": decision.enabled, "reason": decision.reason}
         self.send(self._decision_frame)
+        tuned = self._tuning(settings.get("n_threads"))
         kwargs: dict[str, Any] = {
             "model_path": settings["model_path"],
             "n_ctx": settings["n_ctx"],
+            "n_threads": tuned.n_threads,
+            "n_threads_batch": tuned.n_threads_batch,
+            "flash_attn": tuned.flash_attn,
             "verbose": False,
         }
         for key in ("n_threads", "n_threads_batch", "n_batch", "seed"):
@@ -285,7 +295,15 @@ class Worker:
                 self.send({"type": "progress", "stage": "loading", "done": percent, "total": 100})
 
         try:
-            llama = load_model(module, kwargs, use_extra_bufts=decision.enabled, on_progress=progress)
+            try:
+                llama = load_model(module, kwargs, use_extra_bufts=decision.enabled, on_progress=progress)
+            except (ValueError, RuntimeError) as exc:
+                if not kwargs.get("flash_attn"):
+                    raise
+                # llama.cpp could not make a context with flash attention for this model: load it without.
+                print(f"ironhive: loading without flash attention ({exc})", file=sys.stderr)
+                kwargs["flash_attn"] = False
+                llama = load_model(module, kwargs, use_extra_bufts=decision.enabled, on_progress=progress)
         except (ValueError, RuntimeError, OSError) as exc:
             raise Failure("configuration", str(exc)) from exc
         self._module, self._llama, self._settings = module, llama, settings
@@ -305,6 +323,9 @@ class Worker:
                 "n_threads": getattr(llama, "n_threads", None),
                 "n_threads_batch": getattr(llama, "n_threads_batch", None),
                 "n_batch": getattr(llama, "n_batch", None),
+                "n_ubatch": getattr(getattr(llama, "context_params", None), "n_ubatch", None),
+                "flash_attn": kwargs["flash_attn"],
+                "cpu_settings_reason": tuned.reason,
                 "prefix_cache": str(self._cache.folder) if self._cache is not None else None,
                 "llama_cpp_version": str(getattr(module, "__version__", "")),
             },

@@ -86,7 +86,7 @@ RAW_COMPLETIONS = """
 import json, sys
 from llama_cpp import Llama
 path, n_ctx, messages, limits = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
-raw = Llama(model_path=path, n_ctx=n_ctx, verbose=False)
+raw = Llama(model_path=path, n_ctx=n_ctx, verbose=False, **json.loads(sys.argv[5]))
 out = [raw.create_chat_completion(messages, temperature=0.0, max_tokens=limit) for limit in limits]
 raw.close()
 print(json.dumps(out))
@@ -94,7 +94,10 @@ print(json.dumps(out))
 
 
 def raw_completions(chat_client: LlamaCppChatClient, messages: object, limits: list[int]) -> list[dict[str, Any]]:
-    """What plain llama-cpp-python answers, run in a child process."""
+    """What plain llama-cpp-python answers, run in a child process with the threads and attention kernel the client's
+    worker loaded with (they change llama.cpp's arithmetic slightly)."""
+    parameters = chat_client.load_parameters or {}
+    settings = {key: parameters[key] for key in ("n_threads", "n_threads_batch", "flash_attn") if key in parameters}
     completed = subprocess.run(
         [
             sys.executable,
@@ -104,6 +107,7 @@ def raw_completions(chat_client: LlamaCppChatClient, messages: object, limits: l
             str(chat_client.context_size),
             json.dumps(messages),
             json.dumps(limits),
+            json.dumps(settings),
         ],
         capture_output=True,
         text=True,
@@ -157,6 +161,7 @@ async def test_usage_matches_what_llama_cpp_counts(tmp_path: Path) -> None:
     # whole prompt on both sides, the second reuses it (llama.cpp's logits differ slightly between the two ways).
     fresh = LlamaCppChatClient(prefix_cache_dir=tmp_path)
     all_options = (SHORT, ChatOptions(temperature=0.0, max_output_tokens=5))
+    await fresh.warm_up()  # loads the model (evaluates nothing), so its load parameters are known
     expectations = raw_completions(
         fresh, to_llama_messages(HELLO), [options.max_output_tokens or 0 for options in all_options]
     )

@@ -16,6 +16,7 @@ import pytest
 from ironhive.adapters.llamacpp import cpu_probe
 from ironhive.adapters.llamacpp.client import LlamaCppChatClient
 from ironhive.adapters.llamacpp.cpu_probe import ExtraBufferDecision, cpu_flags, decide_extra_buffer_types
+from ironhive.adapters.llamacpp.cpu_settings import CpuSettings
 from ironhive.adapters.llamacpp.crash import SETTING, crash_error
 from ironhive.adapters.llamacpp.frames import FrameError, encode_frame, read_frame
 from ironhive.adapters.llamacpp.worker import Worker, load_model
@@ -127,14 +128,19 @@ class FakeModule:
     def __init__(self) -> None:
         self.llama_cpp = FakeLow()
         self.constructed: list[dict[str, Any]] = []
+        self.refuse_flash_attn = False  # as llama.cpp does where it cannot make a context with flash attention
         module = self
 
         class Llama:
             def __init__(self, **kwargs: Any) -> None:
                 # Like llama-cpp-python 0.3.36: parameters come from llama_model_default_params(), kwargs beside it.
                 self.model_params = module.llama_cpp.llama_model_default_params()
-                self.n_threads, self.n_threads_batch, self.n_batch = 1, 2, 512
                 module.constructed.append(kwargs)
+                if kwargs.get("flash_attn") and module.refuse_flash_attn:
+                    raise ValueError("Failed to create llama_context")
+                self.n_threads = kwargs.get("n_threads") or 1
+                self.n_threads_batch = kwargs.get("n_threads_batch") or 2
+                self.n_batch = kwargs.get("n_batch") or 512
 
             def close(self) -> None:
                 pass
@@ -142,10 +148,17 @@ class FakeModule:
         self.Llama = Llama
 
 
-def loaded_frame(probe: Any, module: FakeModule) -> dict[str, Any]:
+def fixed_tuning(n_threads: int | None) -> CpuSettings:
+    return CpuSettings(n_threads=n_threads or 3, n_threads_batch=6, flash_attn=True, reason="injected")
+
+
+def loaded_frame(
+    probe: Any, module: FakeModule, tuning: Any = fixed_tuning, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
     out = io.BytesIO()
-    worker = Worker(out, import_llama=lambda: module, probe=probe)
-    worker.handle({"op": "load", "id": 1, "settings": {"model_path": "/models/m.gguf", "n_ctx": 256}})
+    worker = Worker(out, import_llama=lambda: module, probe=probe, tuning=tuning)
+    load = {"model_path": "/models/m.gguf", "n_ctx": 256, **(settings or {})}
+    worker.handle({"op": "load", "id": 1, "settings": load})
     stream = io.BytesIO(out.getvalue())
     frames = []
     while (frame := read_frame(stream)) is not None:
@@ -164,7 +177,45 @@ def test_the_worker_passes_the_probe_decision_to_llama_cpp(granted: bool, expect
     assert [params.use_extra_bufts for params in module.llama_cpp.made] == [expected]
     assert frame["params"]["use_extra_bufts"] is expected
     assert frame["params"]["extra_buffer_source"] == "probe"
-    assert module.constructed == [{"model_path": "/models/m.gguf", "n_ctx": 256, "verbose": False}]
+    tuned = {"n_threads": 3, "n_threads_batch": 6, "flash_attn": True}
+    assert module.constructed == [{"model_path": "/models/m.gguf", "n_ctx": 256, **tuned, "verbose": False}]
+
+
+def test_the_worker_loads_with_the_tuned_threads_and_flash_attention() -> None:
+    module = FakeModule()
+
+    frame = loaded_frame(lambda override: linux_probe(PLAIN_CPU, granted=True), module)
+
+    assert [
+        (kwargs["n_threads"], kwargs["n_threads_batch"], kwargs["flash_attn"]) for kwargs in module.constructed
+    ] == [(3, 6, True)]
+    params = frame["params"]
+    assert (params["n_threads"], params["n_threads_batch"], params["flash_attn"]) == (3, 6, True)
+    assert params["cpu_settings_reason"] == "injected"
+
+
+def test_configured_threads_reach_the_tuning_and_beat_it() -> None:
+    module = FakeModule()
+    asked: list[int | None] = []
+
+    def tuning(n_threads: int | None) -> CpuSettings:
+        asked.append(n_threads)
+        return fixed_tuning(n_threads)
+
+    loaded_frame(lambda override: linux_probe(PLAIN_CPU, granted=True), module, tuning, {"n_threads": 2, "n_batch": 64})
+
+    assert asked == [2]
+    assert [(kwargs["n_threads"], kwargs["n_batch"]) for kwargs in module.constructed] == [(2, 64)]
+
+
+def test_a_context_refused_with_flash_attention_loads_without_it() -> None:
+    module = FakeModule()
+    module.refuse_flash_attn = True
+
+    frame = loaded_frame(lambda override: linux_probe(PLAIN_CPU, granted=True), module)
+
+    assert [kwargs["flash_attn"] for kwargs in module.constructed] == [True, False]
+    assert frame["params"]["flash_attn"] is False
 
 
 def test_load_model_restores_the_library_afterwards() -> None:
