@@ -25,7 +25,9 @@ async def open_redis(url: str, *, connect_timeout: float = CONNECT_TIMEOUT_SECON
 
     The client decodes replies to ``str`` (``decode_responses=True``); close it with ``await client.aclose()``.
     Only connecting and the first ``PING`` are bounded by ``connect_timeout`` (seconds): later blocking reads
-    (``XREADGROUP BLOCK``) may wait as long as they ask.
+    (``XREADGROUP BLOCK``) may wait as long as they ask. A command is never sent twice: when the connection drops
+    before its reply, it raises ``redis.exceptions.ConnectionError`` and the caller cannot know whether it ran (a
+    resent script would append a turn twice or create a second session); ``append_turn_once`` may be retried safely.
 
     Raises:
         ConfigurationError: The URL is not a Redis URL, the server does not answer, or it evicts any key when memory
@@ -33,13 +35,20 @@ async def open_redis(url: str, *, connect_timeout: float = CONNECT_TIMEOUT_SECON
             The message names the URL with its password masked.
     """
     import redis.asyncio
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
     from redis.exceptions import RedisError
 
     shown = mask_urls(url) if "://" in url else url
     try:
         client = redis.asyncio.from_url(
-            url, decode_responses=True, socket_connect_timeout=connect_timeout, socket_timeout=None
-        )  # redis-py 8 reads with a 5 s timeout by default: an XREAD BLOCK for a 15 s heartbeat failed
+            url,
+            decode_responses=True,
+            socket_connect_timeout=connect_timeout,
+            # redis-py 8 reads with a 5 s timeout by default: an XREAD BLOCK for a 15 s heartbeat failed.
+            socket_timeout=None,
+            retry=Retry(NoBackoff(), 0),  # never send a write twice (see the docstring)
+        )
     except ValueError as error:
         raise ConfigurationError(f"Not a Redis URL: {shown} ({mask_urls(str(error))})") from None
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import tempfile
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from ironhive.adapters.sessions.codec import SessionDataError
 from ironhive.adapters.sessions.execution_log import JsonlExecutionLog
@@ -258,6 +260,75 @@ async def test_two_clients_appending_to_one_session_lose_nothing(store: RedisSes
     assert sorted(prompts) == sorted([f"a{index}" for index in range(40)] + [f"b{index}" for index in range(40)])
     assert [prompt for prompt in prompts if prompt.startswith("a")] == [f"a{index}" for index in range(40)]
     assert (await store.get(session.id)).message_count == 160
+
+
+@contextlib.asynccontextmanager
+async def reply_losing_proxy(socket: Path, markers: set[bytes]) -> AsyncIterator[str]:
+    """A loopback TCP proxy to the server that, once per marker, passes a command holding it and then cuts the
+    connection before the reply comes back: the command ran, the client cannot know and sends it again."""
+
+    async def handle(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_unix_connection(str(socket))
+        cut = asyncio.Event()
+
+        async def up() -> None:
+            while (data := await client_reader.read(65536)) and not cut.is_set():
+                if hit := next((marker for marker in markers if marker in data), None):
+                    markers.discard(hit)
+                    cut.set()
+                upstream_writer.write(data)
+                await upstream_writer.drain()
+
+        async def down() -> None:
+            while data := await upstream_reader.read(65536):
+                if cut.is_set():
+                    break  # the reply of the marked command: dropped with the connection
+                client_writer.write(data)
+                await client_writer.drain()
+
+        pumps = [asyncio.ensure_future(up()), asyncio.ensure_future(down())]
+        try:
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pump in pumps:
+                pump.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+            client_writer.close()
+            upstream_writer.close()
+
+    listener = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield f"redis://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    finally:
+        listener.close()
+        await listener.wait_closed()
+
+
+async def test_a_write_whose_reply_is_lost_is_never_sent_again(server: RedisServer, client: Redis) -> None:
+    direct = RedisSessionStore(client, project_key=PROJECT)
+    warm = await direct.create("m")  # every script known to the server, so a marked command is the script's run
+    await direct.append_turn(warm.id, text_turn("q", "a"))
+    await client.flushall()
+    markers = {b"model-lost", b"prompt-lost", b"turn-lost"}
+    async with reply_losing_proxy(server.socket, markers) as url:
+        proxied = await open_redis(url)
+        try:
+            store = RedisSessionStore(proxied, project_key=PROJECT)
+            with pytest.raises(RedisConnectionError):
+                await store.create("model-lost")
+            (session,) = await direct.list(10)
+            assert session.model == "model-lost"
+            with pytest.raises(RedisConnectionError):
+                await store.append_turn(session.id, text_turn("prompt-lost", "a"))
+            with pytest.raises(RedisConnectionError):
+                await store.append_turn_once(session.id, "turn-lost", text_turn("q2", "a2"))
+            # The caller cannot know whether a lost write happened: a turn written by id may simply be written again.
+            assert await store.append_turn_once(session.id, "turn-lost", text_turn("q2", "a2")) is False
+        finally:
+            await proxied.aclose()
+    assert markers == set()  # every marked command had its reply cut
+    assert await direct.load_messages(session.id) == (*text_turn("prompt-lost", "a"), *text_turn("q2", "a2"))
+    assert (await direct.get(session.id)).message_count == 4
 
 
 async def test_append_turn_once_records_a_turn_and_its_extra_commands_exactly_once(
