@@ -25,8 +25,8 @@ class _SessionLog:
 
     __slots__ = ("changed", "events", "readers")
 
-    def __init__(self, limit: int) -> None:
-        self.events: deque[tuple[int, LoggedEvent]] = deque(maxlen=limit)
+    def __init__(self) -> None:
+        self.events: deque[tuple[int, LoggedEvent]] = deque()
         self.changed = asyncio.Event()
         self.readers = 0
 
@@ -59,20 +59,30 @@ class MemoryEventLog:
     than the oldest kept, newer than the newest, or not a number) reads from the oldest kept event.
 
     At most ``max_sessions`` logs are kept: beyond that the least recently used log nobody is waiting on is dropped
-    (a client reconnecting to it then replays what came after). Readers wait on an event per log, never by polling.
+    (a client reconnecting to it then replays what came after). The events of all logs together hold at most
+    ``max_bytes`` of text: beyond that the oldest events of the least recently used logs go first. Readers wait on an
+    event per log, never by polling.
 
     Args:
         limit_per_session: Events kept per session (``server.eventLogSize``); older ones are dropped.
         max_sessions: Session logs kept in memory.
+        max_bytes: Characters of event text kept over all logs (the newest event of a log is always kept).
     """
 
-    def __init__(self, limit_per_session: int, max_sessions: int) -> None:
-        if limit_per_session < 1 or max_sessions < 1:
-            raise ValueError("limit_per_session and max_sessions must be positive")
+    def __init__(self, limit_per_session: int, max_sessions: int, max_bytes: int = 64 * 1024 * 1024) -> None:
+        if limit_per_session < 1 or max_sessions < 1 or max_bytes < 1:
+            raise ValueError("limit_per_session, max_sessions and max_bytes must be positive")
         self._limit = limit_per_session
         self._max_sessions = max_sessions
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._logs: OrderedDict[str, _SessionLog] = OrderedDict()
         self._next = time.time_ns() // 1000
+
+    @property
+    def kept_bytes(self) -> int:
+        """Characters of event text held now, over all logs."""
+        return self._bytes
 
     @property
     def session_count(self) -> int:
@@ -85,7 +95,11 @@ class MemoryEventLog:
         seq = self._next
         self._next += 1
         event = LoggedEvent(id=str(seq), line=line)
+        if len(log.events) >= self._limit:
+            self._bytes -= len(log.events.popleft()[1].line)
         log.events.append((seq, event))
+        self._bytes += len(line)
+        self._trim()
         log.wake()
         return event.id
 
@@ -117,6 +131,7 @@ class MemoryEventLog:
         """Drop the session's log (the session was deleted); readers waiting on it get nothing."""
         log = self._logs.pop(session_id, None)
         if log is not None:
+            self._bytes -= sum(len(event.line) for _, event in log.events)
             log.wake()
 
     def _log(self, session_id: str) -> _SessionLog:
@@ -125,8 +140,16 @@ class MemoryEventLog:
             self._logs.move_to_end(session_id)
             return log
         self._evict(excess=len(self._logs) + 1 - self._max_sessions)
-        log = self._logs[session_id] = _SessionLog(self._limit)
+        log = self._logs[session_id] = _SessionLog()
         return log
+
+    def _trim(self) -> None:
+        """Drop the oldest events of the least recently used logs until the kept text fits ``max_bytes``."""
+        for log in self._logs.values():
+            if self._bytes <= self._max_bytes:
+                return
+            while len(log.events) > 1 and self._bytes > self._max_bytes:
+                self._bytes -= len(log.events.popleft()[1].line)
 
     def _evict(self, *, excess: int) -> None:
         """Drop up to ``excess`` of the least recently used logs nobody waits on (a waited-on log is never dropped)."""
@@ -139,4 +162,4 @@ class MemoryEventLog:
                 if len(idle) == excess:
                     break
         for session_id in idle:
-            del self._logs[session_id]
+            self._bytes -= sum(len(event.line) for _, event in self._logs.pop(session_id).events)

@@ -111,6 +111,24 @@ async def test_least_recently_used_logs_are_dropped_but_never_one_a_reader_waits
     assert await log.read_after("other0", None, wait_seconds=0) == []
 
 
+async def test_the_text_of_all_logs_stays_within_max_bytes_dropping_the_least_recently_used_first() -> None:
+    log = MemoryEventLog(limit_per_session=100, max_sessions=10, max_bytes=50)
+    for n in range(4):
+        await log.append("old", f"old-{n:05}")  # 9 characters each
+    for n in range(4):
+        await log.append("new", f"new-{n:05}")
+    assert log.kept_bytes <= 50
+    old = [e.line for e in await log.read_after("old", None, wait_seconds=0)]
+    new = [e.line for e in await log.read_after("new", None, wait_seconds=0)]
+    assert new == [f"new-{n:05}" for n in range(4)]  # the most recently used log lost nothing
+    assert old == ["old-00003"]  # the other kept only its newest event
+    await log.append("new", "x" * 200)  # one event over the whole budget: still kept, as each log's newest is
+    assert [e.line for e in await log.read_after("new", None, wait_seconds=0)][-1] == "x" * 200
+    await log.forget("new")
+    await log.forget("old")
+    assert log.kept_bytes == 0
+
+
 @dataclass
 class _Model:
     """The specification: per session the newest events, LRU order of sessions, ids seen."""
@@ -181,5 +199,6 @@ def test_random_appends_reads_and_forgets_match_a_simple_model(
                     assert [e.line for e in got] == model.read(session, after)
                     assert [int(e.id) for e in got] == sorted({int(e.id) for e in got})
             assert log.session_count == len(model.logs)
+            assert log.kept_bytes == sum(len(line) for events in model.logs.values() for _, line in events)
 
     asyncio.run(scenario())
