@@ -1,10 +1,11 @@
 """Benchmark: streaming tokens/s of LlamaCppChatClient against raw llama-cpp-python on the same model and settings.
 
 Run with ``pytest tests/bench/bench_local_inference.py -m bench -s`` or ``python tests/bench/bench_local_inference.py``.
-Both sides load their own ``Llama`` with identical parameters, stream the same prompt greedily and count tokens the
-same way: one streamed chunk with text is one token (llama-cpp-python streams one chunk per token, and the client
-turns each chunk into one text delta). Runs alternate between the two sides, who goes first swapping every round, so
-machine noise hits both alike; the first run of each side is a warm-up (model load, prompt evaluation), not counted.
+Both sides load their own ``Llama`` with identical parameters (raw takes every one the client's worker used), stream the
+same prompt greedily and count tokens the same way: one streamed chunk with text is one token (llama-cpp-python streams
+one chunk per token, and the client turns each chunk into one text delta). Runs alternate between the two sides, who
+goes first swapping every round, so machine noise hits both alike; the first run of each side is a warm-up (model load,
+prompt evaluation), not counted.
 """
 
 from __future__ import annotations
@@ -99,15 +100,22 @@ def _raw_run(llama: Any) -> Run:
 
 async def measure(repetitions: int = REPETITIONS) -> Report:
     """Run both sides ``repetitions`` times (after one warm-up each), alternating, and collect the runs."""
-    from llama_cpp import Llama
+    import llama_cpp
 
     from ironhive.adapters.llamacpp.client import LlamaCppChatClient
+    from ironhive.adapters.llamacpp.worker import load_model
 
     path = bundled_model_path()
     client = LlamaCppChatClient(model_path=path, n_ctx=N_CTX, n_threads=N_THREADS)
-    raw = Llama(model_path=str(path), n_ctx=client.context_size, n_threads=N_THREADS, verbose=False)
+    raw: Any = None
     try:
         await _client_run(client)
+        # Raw gets every setting the client's worker loaded with (prompt threads, attention kernel, batch).
+        parameters = client.load_parameters or {}
+        keys = ("n_threads", "n_threads_batch", "n_batch", "n_ubatch", "flash_attn")
+        same = {key: parameters[key] for key in keys if parameters.get(key) is not None}
+        kwargs = {"model_path": str(path), "n_ctx": client.context_size, "n_threads": N_THREADS, **same}
+        raw = load_model(llama_cpp, {**kwargs, "verbose": False}, use_extra_bufts=bool(parameters["use_extra_bufts"]))
         _raw_run(raw)
         client_runs: list[Run] = []
         raw_runs: list[Run] = []
@@ -121,7 +129,8 @@ async def measure(repetitions: int = REPETITIONS) -> Report:
                 raw_runs.append(_raw_run(raw))
         return Report(client_runs=client_runs, raw_runs=raw_runs)
     finally:
-        raw.close()
+        if raw is not None:
+            raw.close()
         client.close()
 
 
