@@ -108,8 +108,8 @@ PARSE_SAMPLES = (("-p", "-", "-o", "json"), ("run", "-p", "-"))
 
 def prepare_parse() -> None:
     """Parse :data:`PARSE_SAMPLES` once, keeping an unused argument collection for each command's next parse (see
-    :mod:`ironhive.cli.prepared_parse`). In the warm process, every fork inherits them; in a spare, the rehearsal also
-    copies the pages a parse writes before the request arrives, and leaves the spare collections of its own."""
+    :mod:`ironhive.cli.prepared_parse`): every process forked from the warm one inherits them, unused. (A spare could
+    rehearse the parse too, copying the pages it writes before its request: 2 ms less per run, for 16 ms of CPU.)"""
     with contextlib.suppress(ImportError):
         from ironhive.cli.app import app
         from ironhive.cli.prepared_parse import prepare

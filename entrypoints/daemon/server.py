@@ -276,7 +276,7 @@ class Server:
             server_end.close()
             os.close(report)
             self._become_child(None)
-            message, fds = await_request(spare_end, prepare_parse)
+            message, fds = await_request(spare_end)
             return Forked(message, fds, report_end)
         spare_end.close()
         os.close(report_end)

@@ -13,7 +13,6 @@ import contextlib
 import os
 import signal
 import socket
-from collections.abc import Callable
 from typing import Any
 
 from ironhive.daemon.protocol import ProtocolError, receive, send
@@ -67,22 +66,13 @@ def channel_pair() -> tuple[socket.socket, socket.socket]:
     return server_end, spare_end
 
 
-def await_request(
-    channel: socket.socket, prepare: Callable[[], None] | None = None
-) -> tuple[dict[str, Any], list[int]]:
+def await_request(channel: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """In the spare: wait for the request and its descriptors; exit when the warm process closes the pair first.
 
     The stop signals the warm process catches are reset first, so ``kill`` ends a waiting spare as any process.
-
-    Args:
-        channel: The spare's end of the socket pair.
-        prepare: Work that does not depend on the request, done before waiting (a request that arrives meanwhile
-            waits in the socket).
     """
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
-    if prepare is not None:
-        prepare()
     fds: list[int] = []
     try:
         data, fds, _flags, _address = socket.recv_fds(channel, 1 << 16, MAX_DESCRIPTORS)

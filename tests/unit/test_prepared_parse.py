@@ -85,7 +85,7 @@ def test_each_prepared_collection_is_taken_once_and_only_by_its_command() -> Non
 def test_preparing_again_leaves_one_unused_collection_per_command() -> None:
     prepare_parse()
     first = dict(prepared_parse._prepared)
-    prepare_parse()  # as a spare does after the fork: it uses the inherited ones and keeps new ones
+    prepare_parse()  # it uses the unused ones (as a parse would) and keeps new ones
     assert prepared_parse._prepared.keys() == first.keys()
     assert all(prepared_parse._prepared[key] is not first[key] for key in first)
 
