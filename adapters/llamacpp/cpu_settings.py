@@ -3,12 +3,12 @@
 llama-cpp-python sizes its threads by ``multiprocessing.cpu_count()``: every CPU of the host, even where an affinity
 mask or a cgroup quota (a container limited to 2 CPUs on a 64-CPU host) leaves the process far fewer, and counting
 hyperthreads, which share one core's vector units. llama.cpp's threads meet at a barrier after every operation, so a
-thread more than there are CPUs to run it stalls all the others: prompt evaluation then runs several times slower.
-So prompt evaluation gets one thread per physical core the process may use (llama.cpp's own default), capped by the
-cgroup quota; generation keeps llama-cpp-python's half of the usable CPUs (never more than the prompt's threads).
-Flash attention is on: llama.cpp's CPU backend implements it for every head size, and it evaluates a prompt with
-fewer CPU seconds (7-10 % for the bundled model on a 2-core AVX2 server); the worker falls back when a context
-cannot be made with it.
+thread more than there are CPUs to run it stalls all the others (measured here: 2 threads on 2 cores busy with other
+work evaluated a prompt up to twice as slowly as 1 thread). So prompt evaluation gets one thread per physical core the
+process may use (llama.cpp's own default), capped by the cgroup quota; generation keeps llama-cpp-python's half of the
+usable CPUs (never more than the prompt's threads). Flash attention is on: llama.cpp's CPU backend implements it for
+every head size, and it evaluates a prompt with fewer CPU seconds (7-10 % for the bundled model on a 2-core AVX2
+server); the worker falls back when a context cannot be made with it.
 """
 
 from __future__ import annotations
