@@ -50,10 +50,11 @@ def serve_command(
 ) -> int:
     """Serve many sessions over an HTTP/SSE API with a bearer token (127.0.0.1:8765 by default).
 
-    The token is generated at first start into ~/.ironhive/server-token (printed once) unless server.token or
-    IRONHIVE_SERVER_TOKEN sets it; settings come from the `server` section of ~/.ironhive/config.yaml only.
-    Example: `ironhive serve --port 8765`, then `curl -X POST -H "Authorization: Bearer $(cat
-    ~/.ironhive/server-token)" http://127.0.0.1:8765/v1/sessions`.
+    The token: server.token or IRONHIVE_SERVER_TOKEN, else generated into ~/.ironhive/server-token (printed once).
+
+    Settings come from the `server` section of ~/.ironhive/config.yaml only, never from a project's file.
+
+    Example: ironhive serve --port 8765, then: curl -X POST -H "Authorization: Bearer $TOKEN" localhost:8765/v1/sessions
     """
     options = ServeOptions(
         host=host,
