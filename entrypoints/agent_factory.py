@@ -151,8 +151,13 @@ async def open_agent(
         yield await build_agent(settings, extra_tools=[*extra_tools, *await plugins.get_tools()])
 
 
-def agent_container(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()) -> IronHiveContainer:
+def agent_container(
+    settings: AgentSettings, *, extra_tools: Sequence[Tool] = (), clients: Sequence[ChatClient] | None = None
+) -> IronHiveContainer:
     """The container of a CLI run or server session: the default graph with this run's settings in its slots.
+
+    ``clients`` (one per provider of ``settings.providers``) are used instead of building the chain's clients; the
+    container does not close them (their owner does: a server shares them across its sessions).
 
     Raises:
         ConfigurationError: A permission file or section is broken.
@@ -173,18 +178,25 @@ def agent_container(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()
         options=CLI_OPTIONS,
         provided_tools=tuple(extra_tools),
     )
+    if clients is not None:
+        if len(clients) != len(settings.providers):
+            raise ValueError(f"{len(clients)} clients given for a chain of {len(settings.providers)} providers")
+        container.override(chat_clients=tuple(clients))
     if settings.adapt_builtin_tools is not None:
         container.override(builtin_tools=tuple(settings.adapt_builtin_tools(container.slots.builtin_tools())))
     return container
 
 
-async def build_agent(settings: AgentSettings, *, extra_tools: Sequence[Tool] = ()) -> Agent:
-    """The agent of a CLI run or server session (without plugin servers; see ``open_agent``).
+async def build_agent(
+    settings: AgentSettings, *, extra_tools: Sequence[Tool] = (), clients: Sequence[ChatClient] | None = None
+) -> Agent:
+    """The agent of a CLI run or server session (without plugin servers; see ``open_agent``); ``clients`` as in
+    :func:`agent_container`.
 
     Raises:
         ConfigurationError: A permission file or section is broken, or a provider cannot be built.
     """
-    container = agent_container(settings, extra_tools=extra_tools)
+    container = agent_container(settings, extra_tools=extra_tools, clients=clients)
     return Agent(
         loop=container.agent_loop(),
         modes=container.modes(),

@@ -104,6 +104,7 @@ async def _open_embedded(request: BackendRequest) -> AsyncIterator[Backend]:
             yield Backend(store=store, log=log, hub=hub, name="embedded")
         finally:
             await hub.aclose()
+            await open_runtime.aclose()  # the provider clients its sessions shared
 
 
 @contextlib.asynccontextmanager

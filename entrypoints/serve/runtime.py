@@ -9,15 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ironhive.adapters.mcp.plugin_files import plugin_file_exists
-from ironhive.adapters.serve.hub import OpenRuntime, SessionRuntime
-from ironhive.agent_factory import build_agent
+from ironhive.adapters.provider_registry import spec_of
+from ironhive.adapters.serve.hub import SessionRuntime
+from ironhive.agent_factory import AgentSettings, build_agent
 from ironhive.container import IronHiveContainer
 from ironhive.domain.sessions import SessionBinding, SessionRequest
-from ironhive.ports.chat import Preloadable
+from ironhive.ports.chat import ChatClient, Preloadable
 from ironhive.server import agent_processor, served_settings
 
 if TYPE_CHECKING:
     from ironhive.adapters.config.schema import IronHiveConfig
+    from ironhive.adapters.server.hitl_bridge import HitlBridge
     from ironhive.ports.sessions import ExecutionLog, SessionStore
     from ironhive.ports.tools import Tool
 
@@ -43,6 +45,112 @@ async def open_plugin_tools(project: Path) -> AsyncIterator[Sequence[Tool]]:
         yield tuple(await plugins.get_tools())
 
 
+class SessionRuntimes:
+    """What builds each session's agent for ``serve`` (embedded) and ``worker`` (Redis): call it with a session id.
+
+    Each agent is built as ``run --server`` builds its (the CLI's tools and permissions, Idle mode, its own approval
+    bridge), with the plugin tools added, and bound to its session (resumed, or created with its first turn). The
+    settings are checked once, when this is made, so a configuration that cannot work stops the server before it
+    listens.
+
+    The chat clients of a chain of remote providers (HTTP SDK clients: a connection pool, no conversation state) are
+    built once, on the first session's turn, and shared by every session's agent until :meth:`aclose`: a turn then
+    reuses the pool's open connections instead of building an SDK client and connecting again. A chain with a local
+    or scripted provider (a model loaded per client, or a script that is consumed) gets its own clients per agent,
+    closed with it.
+    """
+
+    def __init__(
+        self,
+        config: IronHiveConfig,
+        *,
+        project: Path,
+        provider: str | None,
+        model: str | None,
+        approval_timeout_seconds: float | None,
+        plugin_tools: Sequence[Tool],
+        session_store: SessionStore,
+        execution_log: ExecutionLog,
+    ) -> None:
+        self._config = config
+        self._project = project
+        self._provider = provider
+        self._model = model
+        self._approval_timeout = approval_timeout_seconds
+        self._plugin_tools = plugin_tools
+        self._store = session_store
+        self._log = execution_log
+        settings, bridge = self._settings()  # fail at start-up, not at every session's first turn
+        bridge.close()
+        self._share = all(spec_of(choice.name).remote for choice in settings.providers)
+        self._clients: tuple[ChatClient, ...] | None = None
+
+    async def __call__(self, session_id: str) -> SessionRuntime:
+        """The session's agent on the session store this was made with (see :meth:`open_on`)."""
+        return await self.open_on(session_id, self._store)
+
+    async def open_on(self, session_id: str, store: SessionStore) -> SessionRuntime:
+        """The session's agent, its history loaded from ``store`` and its turns recorded there.
+
+        Raises:
+            ConfigurationError: A provider cannot be built, or a section is invalid.
+            SessionNotFoundError: The store cannot load the session.
+        """
+        agent_settings, bridge = self._settings()
+        try:
+            agent = await build_agent(
+                agent_settings, extra_tools=self._plugin_tools, clients=self._shared_clients(agent_settings)
+            )
+        except BaseException:
+            bridge.close()
+            raise
+        try:
+            binding = await SessionBinding.open(
+                agent.loop,
+                SessionRequest(session_id=session_id),
+                model=agent.provider.model,
+                store=store,
+                log=self._log,
+            )
+            if isinstance(agent.client, Preloadable):
+                await agent.client.warm_up()
+        except BaseException:
+            bridge.close()
+            await agent.container.aclose()
+            raise
+
+        async def close() -> None:
+            bridge.close()
+            await agent.container.aclose()
+
+        return SessionRuntime(process=agent_processor(agent.loop, binding), bridge=bridge, close=close)
+
+    async def aclose(self) -> None:
+        """Close the shared clients (call it once no session's agent runs any more)."""
+        clients, self._clients = self._clients, None
+        for client in clients or ():
+            close = getattr(client, "aclose", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    await close()
+
+    def _settings(self) -> tuple[AgentSettings, HitlBridge]:
+        return served_settings(
+            self._config,
+            project=self._project,
+            provider=self._provider,
+            model=self._model,
+            approval_timeout_seconds=self._approval_timeout,
+        )
+
+    def _shared_clients(self, settings: AgentSettings) -> tuple[ChatClient, ...] | None:
+        if not self._share:
+            return None
+        if self._clients is None:
+            self._clients = tuple(choice.build() for choice in settings.providers)
+        return self._clients
+
+
 def runtime_factory(
     config: IronHiveConfig,
     *,
@@ -53,12 +161,8 @@ def runtime_factory(
     plugin_tools: Sequence[Tool] = (),
     session_store: SessionStore | None = None,
     execution_log: ExecutionLog | None = None,
-) -> OpenRuntime:
-    """What builds each session's agent for ``serve`` (embedded) and ``worker`` (Redis).
-
-    Each agent is built as ``run --server`` builds its (the CLI's tools and permissions, Idle mode, its own approval
-    bridge), with ``plugin_tools`` added, and bound to its session (resumed, or created with its first turn). The
-    settings are checked here once, so a configuration that cannot work stops the server before it listens.
+) -> SessionRuntimes:
+    """The :class:`SessionRuntimes` of ``serve`` and ``worker`` (its owner calls ``aclose`` when done with it).
 
     Args:
         config: The merged configuration.
@@ -74,37 +178,17 @@ def runtime_factory(
         ConfigurationError: No provider fits, or a section is invalid.
     """
     project = project.resolve()
-
-    # fail at start-up, not at every session's first turn
-    served_settings(
-        config, project=project, provider=provider, model=model, approval_timeout_seconds=approval_timeout_seconds
-    )
     if session_store is None or execution_log is None:
         defaults = IronHiveContainer().override(working_directory=project)
         session_store = defaults.session_store() if session_store is None else session_store
         execution_log = defaults.execution_log() if execution_log is None else execution_log
-    store, log = session_store, execution_log
-
-    async def open_runtime(session_id: str) -> SessionRuntime:
-        agent_settings, bridge = served_settings(
-            config, project=project, provider=provider, model=model, approval_timeout_seconds=approval_timeout_seconds
-        )
-        agent = await build_agent(agent_settings, extra_tools=plugin_tools)
-        try:
-            binding = await SessionBinding.open(
-                agent.loop, SessionRequest(session_id=session_id), model=agent.provider.model, store=store, log=log
-            )
-            if isinstance(agent.client, Preloadable):
-                await agent.client.warm_up()
-        except BaseException:
-            bridge.close()
-            await agent.container.aclose()
-            raise
-
-        async def close() -> None:
-            bridge.close()
-            await agent.container.aclose()
-
-        return SessionRuntime(process=agent_processor(agent.loop, binding), bridge=bridge, close=close)
-
-    return open_runtime
+    return SessionRuntimes(
+        config,
+        project=project,
+        provider=provider,
+        model=model,
+        approval_timeout_seconds=approval_timeout_seconds,
+        plugin_tools=plugin_tools,
+        session_store=session_store,
+        execution_log=execution_log,
+    )

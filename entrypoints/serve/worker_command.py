@@ -105,13 +105,11 @@ async def _work(options: WorkerOptions, config: IronHiveConfig, server: ServerSe
     import signal
 
     from ironhive.adapters.config.masking import mask_urls
-    from ironhive.adapters.serve.hub import OpenRuntime, SessionRuntime
     from ironhive.adapters.serve.redis_keys import TurnKeys
     from ironhive.adapters.serve.redis_worker import RedisTurnWorker
     from ironhive.adapters.sessions.redis_connection import open_redis, project_key_for
     from ironhive.adapters.sessions.redis_execution_log import RedisExecutionLog
     from ironhive.adapters.sessions.redis_store import RedisSessionStore
-    from ironhive.ports.sessions import SessionStore
     from ironhive.serve.runtime import open_plugin_tools, runtime_factory
 
     project = Path.cwd().resolve()
@@ -121,29 +119,23 @@ async def _work(options: WorkerOptions, config: IronHiveConfig, server: ServerSe
         log = RedisExecutionLog(client, project_key=project_key_for(project))
         concurrency = options.concurrency or server.max_concurrent_turns
         async with open_plugin_tools(project) as tools:
-
-            def opener(session_store: SessionStore) -> OpenRuntime:
-                return runtime_factory(
-                    config,
-                    project=project,
-                    provider=options.provider,
-                    model=options.model,
-                    approval_timeout_seconds=options.approval_timeout_seconds,
-                    plugin_tools=tools,
-                    session_store=session_store,
-                    execution_log=log,
-                )
-
-            opener(store)  # a configuration that cannot work stops the worker now, not at every turn
-
-            async def open_turn_runtime(session_id: str, session_store: SessionStore) -> SessionRuntime:
-                # one agent per turn on the turn's own store: the finish writes its history with the turn_end
-                return await opener(session_store)(session_id)
-
+            # a configuration that cannot work stops the worker now, not at every turn; the provider clients are
+            # built once and shared by every turn's agent
+            runtimes = runtime_factory(
+                config,
+                project=project,
+                provider=options.provider,
+                model=options.model,
+                approval_timeout_seconds=options.approval_timeout_seconds,
+                plugin_tools=tools,
+                session_store=store,
+                execution_log=log,
+            )
+            # one agent per turn on the turn's own store: the finish writes its history with the turn_end
             worker = RedisTurnWorker(
                 client,
                 store,
-                open_turn_runtime,
+                runtimes.open_on,
                 keys=TurnKeys(store.keys.prefix),
                 concurrency=concurrency,
                 visibility_timeout_seconds=float(server.visibility_timeout_seconds),
@@ -166,7 +158,10 @@ async def _work(options: WorkerOptions, config: IronHiveConfig, server: ServerSe
                 f"({concurrency} at once, project {project})\n"
             )
             sys.stderr.flush()
-            await worker.run()
+            try:
+                await worker.run()
+            finally:
+                await runtimes.aclose()
     finally:
         await client.aclose()
 
