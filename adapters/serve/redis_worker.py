@@ -346,10 +346,14 @@ class RedisTurnWorker:
 
     async def _run(self, held: _Held) -> None:
         turn, keys = held.turn, self._keys
-        if turn.reclaimed and await self._redis.exists(keys.started(turn.turn_id)):
+        # one round trip: mark the turn started (learning whether an earlier attempt had) and look for a cancel
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.set(keys.started(turn.turn_id), 1, ex=MARKER_TTL_SECONDS, get=True)
+            pipe.exists(keys.cancelled(turn.turn_id))
+            started_before, cancelled = await pipe.execute()
+        if turn.reclaimed and started_before is not None:
             await self._write(held, TurnRestartedEvent(turn_id=turn.turn_id))
-        await self._redis.set(keys.started(turn.turn_id), 1, ex=MARKER_TTL_SECONDS)
-        if held.cancel_asked or await self._redis.exists(keys.cancelled(turn.turn_id)):
+        if held.cancel_asked or cancelled:
             await self._finish_empty(held, TurnEndEvent.from_counts())
             return
         try:
