@@ -18,34 +18,18 @@ PROMPT_LIMIT = 500
 """A ``turn_start`` line keeps at most this many characters of the prompt."""
 
 
-class JsonlExecutionLog:
-    """An append-only JSON Lines log per session (the original's ``~/.ironhive/logs``).
-
-    Each line is written by a single ``write`` to a file opened for appending, so lines of concurrent writers never
-    interleave; the folder (0700) and file (0600: tool arguments may hold secrets) are created on first use; writing
-    happens in a worker thread. Secrets in prompts and tool arguments are masked as ``ironhive get`` masks them
-    (:mod:`ironhive.adapters.config.masking`).
+class ExecutionEntries:
+    """The entries of an execution log, shaped and masked once for every store: ``turn_start``, ``tool_call`` and
+    ``turn_end`` as camelCase JSON objects stamped with the clock's time; a store writes each one's line.
 
     Args:
-        logs_dir: The folder of the logs (``~/.ironhive/logs``).
-        clock: The time stamped on each line (the system clock by default).
+        clock: The time stamped on each entry (the system clock by default).
     """
 
-    def __init__(self, logs_dir: Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, *, clock: Clock | None = None) -> None:
         from ironhive.adapters.system import SystemClock
 
-        self._logs_dir = logs_dir
         self._clock: Clock = clock or SystemClock()
-
-    def path_for(self, session_id: str) -> Path:
-        """The log file of ``session_id``."""
-        if (
-            not session_id
-            or any(separator in session_id for separator in ("/", "\\", "\0"))
-            or session_id in {".", ".."}
-        ):
-            raise ValueError(f"Not a usable session id for a log file name: {session_id!r}")
-        return self._logs_dir / f"{session_id}.execlog.jsonl"
 
     async def turn_start(self, session_id: str, turn: int, prompt: str) -> None:
         """Append ``{"type":"turn_start","turn","prompt","timestamp"}`` (URL credentials masked, cut to 500 chars)."""
@@ -91,10 +75,44 @@ class JsonlExecutionLog:
         )
 
     async def _append(self, session_id: str, fields: dict[str, JsonValue]) -> None:
-        path = self.path_for(session_id)
         fields["timestamp"] = round_trip_time(self._clock.now())
-        line = (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        await asyncio.to_thread(_append_line, path, line)
+        await self._write_line(session_id, json.dumps(fields, ensure_ascii=False, separators=(",", ":")))
+
+    async def _write_line(self, session_id: str, line: str) -> None:
+        """Store one entry's JSON text (no newline) at the end of the session's log."""
+        raise NotImplementedError
+
+
+class JsonlExecutionLog(ExecutionEntries):
+    """An append-only JSON Lines log per session (the original's ``~/.ironhive/logs``).
+
+    Each line is written by a single ``write`` to a file opened for appending, so lines of concurrent writers never
+    interleave; the folder (0700) and file (0600: tool arguments may hold secrets) are created on first use; writing
+    happens in a worker thread. Secrets in prompts and tool arguments are masked as ``ironhive get`` masks them
+    (:mod:`ironhive.adapters.config.masking`).
+
+    Args:
+        logs_dir: The folder of the logs (``~/.ironhive/logs``).
+        clock: The time stamped on each line (the system clock by default).
+    """
+
+    def __init__(self, logs_dir: Path, *, clock: Clock | None = None) -> None:
+        super().__init__(clock=clock)
+        self._logs_dir = logs_dir
+
+    def path_for(self, session_id: str) -> Path:
+        """The log file of ``session_id``."""
+        if (
+            not session_id
+            or any(separator in session_id for separator in ("/", "\\", "\0"))
+            or session_id in {".", ".."}
+        ):
+            raise ValueError(f"Not a usable session id for a log file name: {session_id!r}")
+        return self._logs_dir / f"{session_id}.execlog.jsonl"
+
+    async def _write_line(self, session_id: str, line: str) -> None:
+        path = self.path_for(session_id)
+        await asyncio.to_thread(_append_line, path, (line + "\n").encode("utf-8"))
 
 
 def _append_line(path: Path, line: bytes) -> None:
