@@ -14,7 +14,14 @@ from ironhive.adapters.sessions.redis_connection import CONNECT_TIMEOUT_SECONDS,
 from ironhive.adapters.sessions.redis_execution_log import EXECUTION_LOG_LIMIT, RedisExecutionLog
 
 # The diskcache store's own readings of reasons, counts and first messages, so both stores agree by construction.
-from ironhive.adapters.sessions.store import _STATUS_BY_REASON, _count_messages, _end_reason, _first_user_text
+from ironhive.adapters.sessions.store import (
+    _STATUS_BY_REASON,
+    _count_messages,
+    _end_reason,
+    _first_user_text,
+    new_session_id,
+    utc_now,
+)
 from ironhive.domain.errors import SessionNotFoundError
 from ironhive.ports.chat import ChatMessage
 from ironhive.ports.sessions import EndReason, SessionInfo
@@ -320,13 +327,10 @@ class RedisSessionStore:
         }
 
     def _now(self) -> datetime:
-        now = self._clock.now()
-        return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+        return utc_now(self._clock)
 
     def _new_session_id(self, now: datetime) -> str:
-        milliseconds = (now - _EPOCH) // timedelta(milliseconds=1)
-        # As the diskcache store: the last 8 hex digits are random in a UUID4 and distinct when a test counts upwards.
-        return f"{milliseconds:x}-{self._ids.new_id()[-8:]}"
+        return new_session_id(now, self._ids)
 
 
 def _score(moment: datetime) -> int:

@@ -337,13 +337,23 @@ class DiskCacheSessionStore:
         self._private = True
 
     def _now(self) -> datetime:
-        now = self._clock.now()
-        return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+        return utc_now(self._clock)
 
     def _new_session_id(self, now: datetime) -> str:
-        milliseconds = (now - _EPOCH) // timedelta(milliseconds=1)
-        # The last 8 hex digits: random in a UUID4, and still distinct when a test generator counts upwards.
-        return f"{milliseconds:x}-{self._ids.new_id()[-8:]}"
+        return new_session_id(now, self._ids)
+
+
+def utc_now(clock: Clock) -> datetime:
+    """The clock's time in UTC (a naive time is taken as UTC)."""
+    now = clock.now()
+    return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+
+
+def new_session_id(now: datetime, ids: IdGenerator) -> str:
+    """A sortable session id: ``<unix milliseconds in hex>-<8 hex>``."""
+    milliseconds = (now - _EPOCH) // timedelta(milliseconds=1)
+    # The last 8 hex digits: random in a UUID4, and still distinct when a test generator counts upwards.
+    return f"{milliseconds:x}-{ids.new_id()[-8:]}"
 
 
 def _not_found(session_id: str) -> NoReturn:
