@@ -84,10 +84,16 @@ class ServeRequest:
 
     def usage_problem(self) -> str | None:
         """What is wrong with the options, or None (each is a usage error: exit 2)."""
-        timeout = self.approval_timeout_seconds
-        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-            return f"--approval-timeout must be a positive number of seconds, got {timeout:g}"
+        if (problem := approval_timeout_problem(self.approval_timeout_seconds)) is not None:
+            return problem
         return None if self.session_id is None else session_id_problem(self.session_id)
+
+
+def approval_timeout_problem(timeout: float | None) -> str | None:
+    """What is wrong with an ``--approval-timeout`` (of every server command), or None."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        return f"--approval-timeout must be a positive number of seconds, got {timeout:g}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -86,9 +85,10 @@ class ServeOptions:
         """What is wrong with the flags on their own, or None (each is a usage error: exit 2)."""
         if self.port is not None and not 0 <= self.port <= 65535:
             return f"--port must be from 0 to 65535, got {self.port}"
-        timeout = self.approval_timeout_seconds
-        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-            return f"--approval-timeout must be a positive number of seconds, got {timeout:g}"
+        from ironhive.server import approval_timeout_problem
+
+        if (problem := approval_timeout_problem(self.approval_timeout_seconds)) is not None:
+            return problem
         if self.host is not None and not self.host.strip():
             return "--host must not be empty"
         if self.redis is not None and not self.redis.strip():

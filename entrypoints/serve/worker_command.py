@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -67,9 +66,10 @@ class WorkerOptions:
         """What is wrong with the flags on their own, or None (each is a usage error: exit 2)."""
         if self.concurrency is not None and self.concurrency < 1:
             return f"--concurrency must be at least 1, got {self.concurrency}"
-        timeout = self.approval_timeout_seconds
-        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-            return f"--approval-timeout must be a positive number of seconds, got {timeout:g}"
+        from ironhive.server import approval_timeout_problem
+
+        if (problem := approval_timeout_problem(self.approval_timeout_seconds)) is not None:
+            return problem
         if self.redis is not None and not self.redis.strip():
             return "--redis must not be empty"
         return None
