@@ -35,10 +35,11 @@ def worker_command(
 ) -> int:
     """Run the turns of `ironhive serve --redis` fronts: any number of workers, on any hosts, same project directory.
 
-    Each session's turns run in order, one at a time, whichever worker takes them; a turn of a worker that dies is
-    taken over after server.visibilityTimeoutSeconds (60 s) and starts again. SIGTERM or Ctrl-C stops taking turns
-    and lets the running ones end (a second one gives them up to the other workers at once).
-    Example: `ironhive worker --redis redis://127.0.0.1:6379/0 --concurrency 4`.
+    A session's turns run in order, one at a time; a dead worker's turn is taken over after visibilityTimeoutSeconds.
+
+    SIGTERM or Ctrl-C stops taking turns and lets the running ones end (a second one hands them over at once).
+
+    Example: ironhive worker --redis redis://127.0.0.1:6379/0 --concurrency 4
     """
     options = WorkerOptions(
         redis=redis,
