@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -45,6 +46,17 @@ class OpaqueState:
     provider: str
     data: str
     model: str | None = None
+
+    def json_object_for(self, provider: str) -> dict[str, object] | None:
+        """``data`` read as a JSON object when ``provider`` issued it; ``None`` for another provider's or unreadable
+        state (for the adapters that keep their state as JSON)."""
+        if self.provider != provider:
+            return None
+        try:
+            state = json.loads(self.data)
+        except json.JSONDecodeError:
+            return None
+        return state if isinstance(state, dict) else None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -28,14 +28,8 @@ def redacted_part(data: str) -> ThinkingPart:
 def block_of(part: ThinkingPart) -> SignedThinking | None:
     """The block to send back for ``part``; ``None`` when it carries no Anthropic state (unsigned, another
     provider's, or unreadable), since the API accepts thinking only with the signature it issued."""
-    opaque = part.opaque
-    if opaque is None or opaque.provider != PROVIDER:
-        return None
-    try:
-        state = json.loads(opaque.data)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(state, dict):
+    state = part.opaque.json_object_for(PROVIDER) if part.opaque is not None else None
+    if state is None:
         return None
     signature, redacted = state.get("signature"), state.get("redacted")
     if isinstance(signature, str) and signature:

@@ -68,13 +68,7 @@ def wire_call_of(call: ToolCallPart, model: str) -> WireCall | None:
 
 
 def _state(opaque: OpaqueState | None) -> dict[str, object] | None:
-    if opaque is None or opaque.provider != PROVIDER:
-        return None
-    try:
-        state = json.loads(opaque.data)
-    except json.JSONDecodeError:
-        return None
-    return state if isinstance(state, dict) else None
+    return opaque.json_object_for(PROVIDER) if opaque is not None else None
 
 
 def _decode(encoded: str) -> bytes | None:
