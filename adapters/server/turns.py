@@ -73,22 +73,25 @@ def message_size(request: UserMessageRequest) -> int:
     return len(request.content.encode("utf-8", "surrogatepass"))
 
 
-class _Refused:
+class _Run:
+    """Consecutive queue places answered alike, kept as one count so a flood costs no memory per message."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 1
+
+
+class _Refused(_Run):
     """Consecutive messages refused because the queue was full: their ``error`` + ``turn_end`` pairs, in order."""
 
-    __slots__ = ("count",)
-
-    def __init__(self) -> None:
-        self.count = 1
+    __slots__ = ()
 
 
-class _Cancelled:
+class _Cancelled(_Run):
     """Consecutive queued turns cancelled before they ran: each still ends with a ``turn_end``, in its place."""
 
-    __slots__ = ("count",)
-
-    def __init__(self) -> None:
-        self.count = 1
+    __slots__ = ()
 
 
 _Queued = tuple[UserMessageRequest | ErrorEvent, int, str | None]
