@@ -125,8 +125,7 @@ def served_settings(
     Raises:
         ConfigurationError: No provider fits, or a section is invalid.
     """
-    timeout = approval_timeout_seconds or float(config.approval.timeout_seconds)
-    bridge = HitlBridge(timeout_seconds=timeout)
+    bridge = HitlBridge(timeout_seconds=approval_timeout_seconds or float(config.approval.timeout_seconds))
     settings = AgentSettings.from_config(
         config, provider=provider, model=model, working_directory=project, approval=bridge, initial_mode=Mode.IDLE
     )

@@ -74,6 +74,11 @@ class HitlBridge:
         self._closed = False
 
     @property
+    def timeout_seconds(self) -> float:
+        """How long a request waits for its answer."""
+        return self._timeout
+
+    @property
     def pending_ids(self) -> tuple[str, ...]:
         """The ids of the requests waiting for an answer, oldest first."""
         return tuple(self._pending)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ironhive.adapters.mcp.plugin_files import plugin_file_exists
 from ironhive.adapters.provider_registry import spec_of
 from ironhive.adapters.serve.hub import SessionRuntime
+from ironhive.adapters.server.hitl_bridge import HitlBridge
 from ironhive.agent_factory import AgentSettings, build_agent
 from ironhive.container import IronHiveContainer
 from ironhive.domain.sessions import SessionBinding, SessionRequest
@@ -19,7 +21,6 @@ from ironhive.server import agent_processor, served_settings
 
 if TYPE_CHECKING:
     from ironhive.adapters.config.schema import IronHiveConfig
-    from ironhive.adapters.server.hitl_bridge import HitlBridge
     from ironhive.ports.sessions import ExecutionLog, SessionStore
     from ironhive.ports.tools import Tool
 
@@ -72,17 +73,20 @@ class SessionRuntimes:
         session_store: SessionStore,
         execution_log: ExecutionLog,
     ) -> None:
-        self._config = config
-        self._project = project
-        self._provider = provider
-        self._model = model
-        self._approval_timeout = approval_timeout_seconds
         self._plugin_tools = plugin_tools
         self._store = session_store
         self._log = execution_log
-        settings, bridge = self._settings()  # fail at start-up, not at every session's first turn
+        # worked out once (a configuration that cannot work fails at start-up); each session gets its own bridge
+        self._settings, bridge = served_settings(
+            config,
+            project=project,
+            provider=provider,
+            model=model,
+            approval_timeout_seconds=approval_timeout_seconds,
+        )
         bridge.close()
-        self._share = all(spec_of(choice.name).remote for choice in settings.providers)
+        self._approval_timeout = bridge.timeout_seconds
+        self._share = all(spec_of(choice.name).remote for choice in self._settings.providers)
         self._clients: tuple[ChatClient, ...] | None = None
 
     async def __call__(self, session_id: str) -> SessionRuntime:
@@ -96,7 +100,8 @@ class SessionRuntimes:
             ConfigurationError: A provider cannot be built, or a section is invalid.
             SessionNotFoundError: The store cannot load the session.
         """
-        agent_settings, bridge = self._settings()
+        bridge = HitlBridge(timeout_seconds=self._approval_timeout)
+        agent_settings = replace(self._settings, approval=bridge)
         try:
             agent = await build_agent(
                 agent_settings, extra_tools=self._plugin_tools, clients=self._shared_clients(agent_settings)
@@ -133,15 +138,6 @@ class SessionRuntimes:
             if callable(close):
                 with contextlib.suppress(Exception):
                     await close()
-
-    def _settings(self) -> tuple[AgentSettings, HitlBridge]:
-        return served_settings(
-            self._config,
-            project=self._project,
-            provider=self._provider,
-            model=self._model,
-            approval_timeout_seconds=self._approval_timeout,
-        )
 
     def _shared_clients(self, settings: AgentSettings) -> tuple[ChatClient, ...] | None:
         if not self._share:
