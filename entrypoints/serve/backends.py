@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,6 @@ class BackendRequest:
         provider: ``--provider``.
         model: ``-m``.
         approval_timeout_seconds: ``--approval-timeout`` (``approval.timeoutSeconds`` when None).
-        environ: The process environment.
     """
 
     config: IronHiveConfig
@@ -38,7 +37,6 @@ class BackendRequest:
     provider: str | None
     model: str | None
     approval_timeout_seconds: float | None
-    environ: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +47,11 @@ class Backend:
         store: The sessions.
         log: Each session's events.
         hub: Runs the turns.
-        name: ``embedded`` or ``redis`` (for the start-up line).
     """
 
     store: SessionStore
     log: EventLog
     hub: TurnHub
-    name: str
 
 
 @contextlib.asynccontextmanager
@@ -101,7 +97,7 @@ async def _open_embedded(request: BackendRequest) -> AsyncIterator[Backend]:
             max_live_sessions=MAX_LIVE_SESSIONS,
         )
         try:
-            yield Backend(store=store, log=log, hub=hub, name="embedded")
+            yield Backend(store=store, log=log, hub=hub)
         finally:
             await hub.aclose()
             await open_runtime.aclose()  # the provider clients its sessions shared
@@ -123,7 +119,7 @@ async def _open_redis(request: BackendRequest) -> AsyncIterator[Backend]:
         log = RedisEventLog(client, limit=request.server.event_log_size, keys=keys)
         hub = RedisTurnHub(client, max_queued_turns=request.server.max_queued_turns, keys=keys)
         try:
-            yield Backend(store=store, log=log, hub=hub, name="redis")
+            yield Backend(store=store, log=log, hub=hub)
         finally:
             await hub.aclose()
     finally:

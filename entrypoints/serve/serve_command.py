@@ -207,7 +207,6 @@ async def _serve(
         provider=options.provider,
         model=options.model,
         approval_timeout_seconds=options.approval_timeout_seconds,
-        environ=options.environ,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
