@@ -130,7 +130,7 @@ def run_serve(options: ServeOptions) -> int:
     from ironhive.log_setup import configure_logging
     from ironhive.providers import select_provider
     from ironhive.serve.security import is_loopback
-    from ironhive.serve.token import TOKEN_VARIABLE, resolve_token
+    from ironhive.serve.token import TOKEN_VARIABLE, chosen_token, resolve_token
 
     configure_logging(options.environ)
     home = Path.home()
@@ -149,7 +149,7 @@ def run_serve(options: ServeOptions) -> int:
         if not is_loopback(host):
             if not options.allow_remote:
                 return _fail(f"--host {host} is not a loopback address: add --allow-remote to listen on it", 2)
-            if not ((server.token or "").strip() or options.environ.get(TOKEN_VARIABLE, "").strip()):
+            if chosen_token(server.token, options.environ) is None:
                 return _fail(
                     f"--allow-remote needs a configured token (server.token in ~/.ironhive/config.yaml or "
                     f"{TOKEN_VARIABLE}); a generated one is for loopback only",

@@ -70,14 +70,11 @@ def token_problem(token: str, where: str) -> str | None:
     return None
 
 
-def resolve_token(configured: str | None, environ: Mapping[str, str], home: Path) -> ServerToken:
-    """The server's token: ``server.token``, else ``IRONHIVE_SERVER_TOKEN``, else the token file (created once).
-
-    The file is written atomically, mode 0600 from creation, in the 0700 ``~/.ironhive``; two servers starting at
-    once agree on one token (the file is linked into place only when absent, else the existing one is read).
+def chosen_token(configured: str | None, environ: Mapping[str, str]) -> ServerToken | None:
+    """The token the user chose: ``server.token``, else ``IRONHIVE_SERVER_TOKEN``; None when neither is set.
 
     Raises:
-        ConfigurationError: A configured token is too short or not printable, or the file cannot be read or written.
+        ConfigurationError: The chosen token is too short or not printable.
     """
     for value, source, where in (
         (configured, "config", "server.token"),
@@ -87,6 +84,20 @@ def resolve_token(configured: str | None, environ: Mapping[str, str], home: Path
             if (problem := token_problem(value.strip(), where)) is not None:
                 raise ConfigurationError(problem)
             return ServerToken(value.strip(), source)  # type: ignore[arg-type]
+    return None
+
+
+def resolve_token(configured: str | None, environ: Mapping[str, str], home: Path) -> ServerToken:
+    """The server's token: ``server.token``, else ``IRONHIVE_SERVER_TOKEN``, else the token file (created once).
+
+    The file is written atomically, mode 0600 from creation, in the 0700 ``~/.ironhive``; two servers starting at
+    once agree on one token (the file is linked into place only when absent, else the existing one is read).
+
+    Raises:
+        ConfigurationError: A configured token is too short or not printable, or the file cannot be read or written.
+    """
+    if (chosen := chosen_token(configured, environ)) is not None:
+        return chosen
     directory = user_directory(home)
     path = directory / TOKEN_FILE
     try:
