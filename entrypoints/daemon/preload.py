@@ -87,9 +87,9 @@ def preload() -> list[str]:
         except ImportError:
             missing.append(name)
     with contextlib.suppress(ImportError, OSError, ssl.SSLError):
-        from ironhive.adapters.tls import tls_context
+        from ironhive.adapters.tls import load_tls_trust
 
-        tls_context()  # a context, not a connection: every forked run shares it
+        load_tls_trust()  # the CAs loaded now, not at a run's first handshake: every forked run shares them
     with contextlib.suppress(ImportError):
         from ironhive.adapters.openai.client import prepare_sdk
 
