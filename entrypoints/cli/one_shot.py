@@ -101,11 +101,13 @@ async def _drive(request: OneShotRequest, renderer: Renderer, environ: Mapping[s
         from ironhive.adapters.mcp.console_trust import ConsoleTrustDecider
         from ironhive.agent_factory import open_agent
         from ironhive.cli.console_settings import console_settings
+        from ironhive.process_lifecycle import resume_collection
 
         settings = console_settings(
             config, provider=request.provider, model=request.model, project=project, initial_mode=_initial_mode(request)
         )
         agent = await stack.enter_async_context(open_agent(settings, trust=ConsoleTrustDecider()))
+        resume_collection()  # wired: what exists now lives until the end, the turn's garbage is collected as usual
         binding = await agent.open_session(request.session)
         renderer.start(binding.session_id)
         started = True

@@ -92,7 +92,9 @@ def run(args: list[str], direct: Callable[[list[str]], int]) -> int:
         direct: Runs the CLI in this process and returns its exit code.
 
     Returns:
-        The run's exit code.
+        The run's exit code. A non-interactive run made here does not return: its process ends as a forked run's
+        does (:func:`ironhive.process_lifecycle.end_process`), and its start runs with the garbage collector paused
+        (:func:`ironhive.process_lifecycle.pause_collection`).
     """
     args, no_daemon = strip_no_daemon(args)
     if no_daemon:
@@ -111,12 +113,15 @@ def run(args: list[str], direct: Callable[[list[str]], int]) -> int:
         code = _try_warm(args, decision, home)
         if code is not None:
             return code
+    from ironhive.process_lifecycle import end_process, pause_collection
+
+    pause_collection()
     code = _run_direct(direct, args)
     if decision.refresh:
         enabled, _ = refresh(home)
         if enabled is False:
             stop_server(runtime_directory(os.environ, home, os.getuid()))
-    return code
+    end_process(code)
 
 
 def _run_direct(direct: Callable[[list[str]], int], args: list[str]) -> int:

@@ -480,9 +480,10 @@ def main(directory: str, idle_seconds: float) -> None:
     if forked is None:
         _log(directory, "stopped")
         return
-    from ironhive.daemon.child import become_run, exit_run
+    from ironhive.daemon.child import become_run
+    from ironhive.process_lifecycle import end_process
 
     args = become_run(forked.message, forked.fds)
     from ironhive.cli.app import run_app
 
-    exit_run(run_app(args), forked.report)  # an exception propagates instead, as in a direct run
+    end_process(run_app(args), forked.report)  # an exception propagates instead, as in a direct run

@@ -251,32 +251,3 @@ def test_source_stamps_cover_loaded_ironhive_modules_only_and_see_an_edit(
     os.utime(ours, ns=(before[str(ours)] + 10**9, before[str(ours)] + 10**9))  # an edit a second later
     after = _source_stamps()
     assert after != before and after[str(ours)] == before[str(ours)] + 10**9
-
-
-@pytest.mark.parametrize("code", [0, 1, 2, 130, 256 + 3])
-def test_a_run_reports_its_code_after_its_output_is_flushed_and_closed(code: int) -> None:
-    from ironhive.daemon.child import exit_run
-
-    output_read, output_write = os.pipe()
-    report_read, report_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(output_read)
-        os.close(report_read)
-        os.dup2(output_write, 1)
-        os.dup2(output_write, 2)
-        os.close(output_write)
-        import io
-        import sys
-
-        sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False))  # noqa: SIM115 - buffered, never flushed here
-        sys.stdout.write("the answer\n")
-        exit_run(code, report_write)
-    os.close(output_write)
-    os.close(report_write)
-    with os.fdopen(report_read, "rb") as report, os.fdopen(output_read, "rb") as output:
-        reported = report.read()
-        assert output.read() == b"the answer\n"  # flushed, and at its end: every copy of the output is closed
-    _, status = os.waitpid(pid, 0)
-    assert reported == str(code & 0xFF).encode()
-    assert os.waitstatus_to_exitcode(status) == code & 0xFF
