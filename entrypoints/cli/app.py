@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from cyclopts import Parameter
 
@@ -36,7 +36,30 @@ For example:
   ironhive --install-completion          tab completion for bash, zsh or fish
 """
 
-app = PreparedApp(
+
+class IronHiveApp(PreparedApp):
+    """The CLI application: once a command line is parsed, before its command runs, dependency-injector is imported
+    without the packages it probes for (:func:`ironhive.lean_imports.import_dependency_injector`).
+
+    After the parse, not before it: cyclopts checks every parsed value with pydantic when pydantic is already imported
+    (building a ``TypeAdapter`` per parameter, some 40 ms of a one-shot's start), and dependency-injector imports
+    pydantic. ironhive's command lines are strings, numbers, flags and choices, which cyclopts converts and checks
+    itself. Help and the version (cyclopts' own commands) need no import at all.
+    """
+
+    def parse_args(self, *args: Any, **kwargs: Any) -> Any:
+        """cyclopts' parse, then the import."""
+        from cyclopts import App
+
+        from ironhive.lean_imports import import_dependency_injector
+
+        parsed = super().parse_args(*args, **kwargs)
+        if not isinstance(getattr(parsed[0], "__self__", None), App):
+            import_dependency_injector()  # this process never uses dependency-injector's wiring: skip its probes
+        return parsed
+
+
+app = IronHiveApp(
     name="ironhive",
     help=HELP,
     help_format="plaintext",
@@ -244,9 +267,7 @@ def _usage_error(error: Exception) -> str:
 def run_app(args: list[str]) -> int:
     """Parse ``args`` and run the matching command; returns the exit code."""
     from ironhive.cli.render import color_enabled
-    from ironhive.lean_imports import import_dependency_injector
 
-    import_dependency_injector()  # this process never uses dependency-injector's wiring: skip what it probes for
     console = None
     if not color_enabled(sys.stdout) and sys.stdout is not None and sys.stdout.isatty():
         from ironhive.cli.render import rich_console

@@ -103,3 +103,38 @@ def test_the_commands_annotations_are_values_so_a_parse_evaluates_no_text() -> N
     for command in (chat, run):
         assert command.__annotations__
         assert not any(isinstance(annotation, str) for annotation in command.__annotations__.values())
+
+
+PARSE_ORDER = """
+import sys
+import cyclopts.argument._argument as argument
+from ironhive.cli.app import app
+
+checked = []
+validate = argument.Argument.validate
+def recording(self, value):
+    checked.append("pydantic" in sys.modules)
+    return validate(self, value)
+argument.Argument.validate = recording
+assert "pydantic" not in sys.modules
+app.parse_args(sys.argv[1:], exit_on_error=False, print_error=False)
+print(len(checked), any(checked), "dependency_injector.containers" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "imported"),
+    [(["-p", "hi", "-o", "json", "-m", "gpt-test"], True), (["run", "hi", "--json"], True), (["--help"], False)],
+)
+def test_a_command_line_is_parsed_before_pydantic_is_imported(args: list[str], imported: bool) -> None:
+    """cyclopts would check each value with a pydantic TypeAdapter if pydantic were imported (about 40 ms)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", PARSE_ORDER, *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    count, with_pydantic, dependency_injector = done.stdout.split()
+    assert (int(count) > 0 or not imported, with_pydantic) == (True, "False")
+    assert dependency_injector == str(imported)  # imported after the parse, unless help needs nothing of it
