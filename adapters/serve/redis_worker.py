@@ -162,7 +162,7 @@ class RedisTurnWorker:
                 task.cancel()
             await asyncio.gather(*loops, return_exceptions=True)
             with contextlib.suppress(RedisError, OSError):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+                await pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]  # untyped in some redis-py 8.x
             for held in list(self._held.values()):
                 if held.task is not None:
                     held.task.cancel()
