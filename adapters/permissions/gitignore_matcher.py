@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 _CACHE_LIMIT = 2048
 
@@ -13,7 +15,8 @@ class GitIgnorePathMatcher:
     """Matches permission path patterns with Git's own wildmatch rules (via ``pathspec.GitIgnoreSpec``).
 
     Both pattern and path are lowercased first, which makes matching case-insensitive. Compiled patterns are cached
-    per instance; a pattern that does not compile (``\\`` alone, ``[z-a]``) is cached as matching nothing.
+    per instance; a pattern that does not compile (``\\`` alone, ``[z-a]``) is cached as matching nothing. pathspec
+    is imported at the first pattern compiled (about 20 ms): a run whose tools check no path rule never needs it.
     """
 
     def __init__(self) -> None:
@@ -52,6 +55,8 @@ class GitIgnorePathMatcher:
         if pattern.startswith(("!", "#")):
             # In a one-line gitignore spec a negation or a comment covers nothing: the rule would silently never apply.
             return "a path pattern cannot start with '!' or '#' (escape it as '\\!' or '\\#')"
+        from pathspec import GitIgnoreSpec
+
         try:
             GitIgnoreSpec.from_lines([pattern.lower()])
         except (ValueError, re.error) as error:
@@ -61,6 +66,8 @@ class GitIgnorePathMatcher:
     def _spec(self, pattern: str) -> GitIgnoreSpec | None:
         if pattern in self._compiled:
             return self._compiled[pattern]
+        from pathspec import GitIgnoreSpec
+
         spec: GitIgnoreSpec | None
         try:
             spec = GitIgnoreSpec.from_lines([pattern.lower()])
