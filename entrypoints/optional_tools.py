@@ -58,16 +58,16 @@ def optional_tools(
         history: The loop's finished turns (for the advisor's transcript).
         system_prompt: The working model's system prompt (shown to the advisor).
     """
-    from ironhive.adapters.skills.loader import SkillsLoader
-    from ironhive.adapters.web.tools import build_web_tools
-
     added = OptionalTools()
-    skills = SkillsLoader.from_section(config.skills, cwd=project)
-    for problem in skills.problems:
-        sys.stderr.write(f"Skills: {problem}\n")
-    if skills.active:
-        added.tools.append(skills.load_tool)
-        added.instructions = skills.metadata_block()
+    if config.skills.roots or config.skills.enabled:  # else there is nothing to find nor to report
+        from ironhive.adapters.skills.loader import SkillsLoader
+
+        skills = SkillsLoader.from_section(config.skills, cwd=project)
+        for problem in skills.problems:
+            sys.stderr.write(f"Skills: {problem}\n")
+        if skills.active:
+            added.tools.append(skills.load_tool)
+            added.instructions = skills.metadata_block()
     advisor = config.advisor
     if advisor.model and advisor.max_calls >= 1:
         from ironhive.adapters.advisor.tap import TurnConversationTap
@@ -85,5 +85,7 @@ def optional_tools(
         if research.enabled
         else None
     )
+    from ironhive.adapters.web.tools import build_web_tools
+
     added.tools.extend(build_web_tools(config.web_search, research, research_client=research_client))
     return added
