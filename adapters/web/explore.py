@@ -7,29 +7,15 @@ from collections import deque
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ironhive.adapters.tools.arguments import object_schema, validate_arguments
+from ironhive.adapters.tools.arguments import validate_arguments
 from ironhive.adapters.web.http import WebClient, require_http_url
 from ironhive.adapters.web.site import RobotsFile, SitemapEntry, SitemapError, parse_robots, read_sitemap
+from ironhive.adapters.web.specs import EXPLORE_SITE as NAME
+from ironhive.adapters.web.specs import EXPLORE_SITE_PARAMETERS as PARAMETERS
+from ironhive.adapters.web.specs import EXPLORE_SITE_SPEC
 from ironhive.domain.errors import ToolError
 from ironhive.ports.chat import JsonValue, ToolSpec
 
-NAME = "explore_site"
-DESCRIPTION = (
-    "Explore a website's structure: reads its robots.txt (crawl rules and Sitemap: lines) and its sitemaps "
-    "(sitemap indexes included), and returns the site's page URLs. Use it to find where content lives on a site "
-    "before reading pages."
-)
-PARAMETERS = object_schema(
-    {
-        "base_url": {"type": "string", "description": "The site's address, e.g. https://example.com"},
-        "include_sitemap": {
-            "type": "boolean",
-            "description": "Also read the sitemaps and list their page URLs (default true).",
-            "default": True,
-        },
-    },
-    required=["base_url"],
-)
 ROBOTS_MAX_BYTES = 512 * 1024
 SITEMAP_MAX_BYTES = 10 * 1024 * 1024
 MAX_RULES_SHOWN = 200
@@ -51,12 +37,11 @@ class ExploreSiteTool:
         self._web = web
         self._max_entries = max_sitemap_entries
         self._max_sitemaps = max_sitemaps
-        self._spec = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS)
 
     @property
     def spec(self) -> ToolSpec:
         """The tool's name, description and JSON schema."""
-        return self._spec
+        return EXPLORE_SITE_SPEC
 
     async def invoke(self, arguments: Mapping[str, JsonValue]) -> str:
         """Explore the site; the result is a JSON object (robots rules, sitemap entries, anything that failed).

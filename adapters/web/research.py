@@ -6,35 +6,18 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ironhive.adapters.tools.arguments import object_schema, validate_arguments
+from ironhive.adapters.tools.arguments import validate_arguments
 from ironhive.adapters.web.html_text import PageText, html_to_text, tidy
 from ironhive.adapters.web.http import WebClient
 from ironhive.adapters.web.search import SearchBackend
+from ironhive.adapters.web.specs import DEEP_RESEARCH as NAME
+from ironhive.adapters.web.specs import DEEP_RESEARCH_PARAMETERS as PARAMETERS
+from ironhive.adapters.web.specs import DEEP_RESEARCH_SPEC
 from ironhive.domain.errors import ProviderError, ToolError
 from ironhive.ports.chat import ChatClient, ChatMessage, ChatOptions, JsonValue, Role, ToolSpec
 
-NAME = "deep_research"
-DEPTHS = ("quick", "standard", "comprehensive", "deep")
 DEPTH_ITERATIONS = {"quick": 1, "standard": 2, "comprehensive": 4}
 """Search rounds per depth; ``deep`` runs ``maxIterations``. Every depth is capped by ``maxIterations``."""
-
-DESCRIPTION = (
-    "Research a question on the web in several rounds: search, read the top pages, refine the query, and finally "
-    "write a report with numbered sources. Slower than web_search; use it for questions that need several sources. "
-    "depth: quick (1 round), standard (2), comprehensive (4), deep (the configured maximum)."
-)
-PARAMETERS = object_schema(
-    {
-        "query": {"type": "string", "description": "The research question."},
-        "depth": {
-            "type": "string",
-            "enum": list(DEPTHS),
-            "default": "standard",
-            "description": "How thorough: quick, standard, comprehensive or deep.",
-        },
-    },
-    required=["query"],
-)
 
 DECISION_INSTRUCTIONS = (
     "You steer a web research loop. Given a research question, the searches made so far and what the pages found "
@@ -118,12 +101,11 @@ class DeepResearchTool:
         self._pages_per_iteration = pages_per_iteration
         self._page_characters = page_characters
         self._report_characters = report_characters
-        self._spec = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS)
 
     @property
     def spec(self) -> ToolSpec:
         """The tool's name, description and JSON schema."""
-        return self._spec
+        return DEEP_RESEARCH_SPEC
 
     async def invoke(self, arguments: Mapping[str, JsonValue]) -> str:
         """Research the question and return the report, its sources and the research metadata.

@@ -53,6 +53,10 @@ def test_version_imports_no_cli_framework_either() -> None:
 UNNEEDED_BY_AN_OPENAI_RUN = (
     *("mcp", "mcp_types", "anthropic", "google.genai", "llama_cpp", "aiohttp", "fastapi"),
     "prompt_toolkit",  # the interactive mode's line editor
+    # What a tool needs only when it runs: the web tools' backends and parsers, the path-rule matcher's patterns,
+    # and Agent Skills when no root is configured.
+    *("ironhive.adapters.web.search_tool", "ironhive.adapters.web.explore", "ironhive.adapters.web.research"),
+    *("ironhive.adapters.web.http", "html.parser", "xml.etree", "pathspec", "ironhive.adapters.skills"),
 )
 """What a prompt on an OpenAI-compatible provider, without plugins, has no use for."""
 

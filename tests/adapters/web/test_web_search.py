@@ -13,7 +13,8 @@ from ironhive.adapters.scripted.client import ScriptedChatClient
 from ironhive.adapters.web.duckduckgo import DuckDuckGoSearchBackend, parse_duckduckgo_html
 from ironhive.adapters.web.http import WebClient, require_http_url
 from ironhive.adapters.web.search import SearchApiSearchBackend, SearchHit, TavilySearchBackend
-from ironhive.adapters.web.tools import SearchEndpoints, WebSearchTool, build_web_tools, select_search_backend
+from ironhive.adapters.web.search_tool import SearchEndpoints, WebSearchTool, select_search_backend
+from ironhive.adapters.web.tools import build_web_tools
 from ironhive.domain.errors import ToolArgumentError, ToolError
 from tests.support.web_fakes import SEARCHAPI_KEY, TAVILY_KEY, Result, WebFake, duckduckgo_html
 
