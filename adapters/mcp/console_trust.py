@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from ironhive.adapters.mcp.trust import TrustDecision, TrustRequest
+if TYPE_CHECKING:
+    from ironhive.adapters.mcp.trust import TrustDecision, TrustRequest
 
 
 class ConsoleTrustDecider:
-    """Asks on stderr/stdin when both stdin and stdout are terminals; otherwise denies (never a silent pass)."""
+    """Asks on stderr/stdin when both stdin and stdout are terminals; otherwise denies (never a silent pass).
+
+    Every one-shot builds one; only a run with a project plugin file asks it, so the trust module loads then.
+    """
 
     def __init__(self, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None):
         self._stdin = stdin or sys.stdin
@@ -19,11 +23,15 @@ class ConsoleTrustDecider:
 
     async def decide(self, request: TrustRequest) -> TrustDecision:
         """Ask about one plugin file."""
+        from ironhive.adapters.mcp.trust import TrustDecision
+
         if not (self._stdin.isatty() and self._stdout.isatty()):
             return TrustDecision.DENY
         return await asyncio.to_thread(self._ask, request)
 
     def _ask(self, request: TrustRequest) -> TrustDecision:
+        from ironhive.adapters.mcp.trust import TrustDecision
+
         changed = " (it changed since you trusted it)" if request.changed else ""
         commands = "\n".join(f"    {line}" for line in request.commands)
         self._stderr.write(

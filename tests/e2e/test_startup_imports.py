@@ -134,7 +134,11 @@ def test_a_prompt_on_an_openai_compatible_provider_imports_only_what_it_uses(tmp
     # Not even what the openai SDK imports by itself for a client ironhive never builds (aiohttp when installed).
     assert within(modules, UNNEEDED_BY_AN_OPENAI_RUN) == set()
     assert within(modules, ("mcp", "mcp_types", "anthropic", "google.genai", "llama_cpp", "fastapi")) == set()
-    assert {"ironhive.adapters.mcp.provider", "ironhive.adapters.mcp.plugin_config"}.isdisjoint(modules)
+    assert {
+        "ironhive.adapters.mcp.provider",
+        "ironhive.adapters.mcp.plugin_config",
+        "ironhive.adapters.mcp.trust",
+    }.isdisjoint(modules)
 
 
 def test_a_bridge_is_hidden_only_while_its_package_is_not_imported(monkeypatch: pytest.MonkeyPatch) -> None:
