@@ -1,4 +1,5 @@
-"""One-shot side by side: ironhive cold (and warm, when the daemon exists) against Codex, Claude Code and llm.
+"""One-shot side by side: ironhive cold (and warm, when the daemon exists) against Codex, Claude Code and llm, and
+the floor of any Python tool on the openai SDK (this interpreter running ``import openai``).
 
 Every tool answers ``hi`` once per run from the same zero-latency loopback model (OpenAI chat completions for ironhive
 and llm, the Responses API for Codex, the Messages API for Claude Code), each with its own fresh ``HOME`` and nothing
@@ -21,6 +22,7 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,6 +39,8 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 PEERS_DIR = Path(os.environ.get("IRONHIVE_BENCH_PEERS_DIR") or REPOSITORY / "tests" / "artifacts" / "peers")
 RUNS = max(3, int(os.environ.get("IRONHIVE_BENCH_PEER_RUNS") or 5))
 ANSWER = "Hello!"
+FLOOR = "python -c 'import openai'"
+"""The floor of a Python tool on the openai SDK: this interpreter importing it and printing the answer."""
 CODEX_MODEL = "gpt-5.5"
 """A model Codex has metadata for (it warns on every run about an unknown one); the loopback ignores the name."""
 
@@ -250,6 +254,9 @@ def make_tools(
         tools.append(Tool("ironhive warm", command, warm_env, work, wait_for_daemon, outside_cpu=daemon_cpu))
     else:
         notes.append("ironhive warm: skipped, this ironhive has no daemon (`ironhive daemon`)")
+    work, env = place("import-openai")
+    floor = [sys.executable, "-c", f"import openai; print({ANSWER!r})"]  # the SDK every OpenAI-compatible run imports
+    tools.append(Tool(FLOOR, floor, env, work))
 
     if codex := find_peer("node_modules/.bin/codex", name="codex"):
         work, env = place("codex")
@@ -348,6 +355,8 @@ def report(tools: list[Tool], notes: list[str]) -> str:
     if (llm := medians.get("llm -m loopback")) is not None:
         llm_cpu = cpus["llm -m loopback"]
         lines.append(f"goal cold <= llm: cold is {cold / llm:.2f}x llm (CPU: {cold_cpu / llm_cpu:.2f}x)")
+    if (floor := medians.get(FLOOR)) is not None:
+        lines.append(f"goal cold <= import openai + 0.1 s: cold is import openai {cold - floor:+.3f} s")
     codex = medians.get("Codex exec --json")
     if (warm := medians.get("ironhive warm")) is not None and codex is not None:
         ratio = cpus["ironhive warm"] / cpus["Codex exec --json"]
