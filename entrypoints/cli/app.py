@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from cyclopts import Parameter
 
 from ironhive import __version__
 from ironhive.adapters.provider_registry import provider_names_help
-from ironhive.cli.acp_command import register as register_acp_command
-from ironhive.cli.config_commands import register as register_config_commands
-from ironhive.cli.daemon_command import register as register_daemon_command
-from ironhive.cli.doctor import register as register_doctor
-from ironhive.cli.mcp_commands import register as register_mcp_commands
-from ironhive.cli.models_command import register as register_models_command
 from ironhive.cli.prepared_parse import PreparedApp, resolve_annotations
-from ironhive.cli.protocol_command import register as register_protocol_command
-from ironhive.cli.session_commands import register as register_session_commands
-from ironhive.cli.trust_command import register as register_trust_command
-from ironhive.cli.update import register as register_update
-from ironhive.serve.serve_command import register as register_serve_command
-from ironhive.serve.worker_command import register as register_worker_command
 
 HELP = """ironhive — a universal agent host: give it a task, it plans, runs tools and reports.
 
@@ -243,8 +232,9 @@ def completion(shell: Annotated[Literal["bash", "zsh", "fish"], Parameter(name="
 
 
 def command_names() -> list[str]:
-    """The names of the top-level commands (``run``, ``sessions``, …), without the ``--help``-style ones."""
-    return [name for name in app if not name.startswith("-")]
+    """The names of the top-level commands (``run``, ``sessions``, …), registered or not, without the
+    ``--help``-style ones."""
+    return list(dict.fromkeys([*(name for name in app if not name.startswith("-")), *COMMAND_MODULES]))
 
 
 def _input_error(error: Exception) -> int:
@@ -273,6 +263,7 @@ def run_app(args: list[str]) -> int:
         from ironhive.cli.render import rich_console
 
         console = rich_console()  # help on a terminal under NO_COLOR: laid out as usual, without escape sequences
+    register_commands(args)
     try:
         result = app(args, console=console, exit_on_error=False, print_error=False)
     except SystemExit as stop:  # cyclopts exits for --help/--version
@@ -287,21 +278,51 @@ def run_app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-for register in (
-    register_config_commands,
-    register_mcp_commands,
-    register_models_command,
-    register_session_commands,
-    register_trust_command,
-    register_doctor,
-    register_update,
-    register_protocol_command,
-    register_daemon_command,
-    register_acp_command,
-    register_serve_command,
-    register_worker_command,
-):
-    register(app)
-app.register_install_completion_command(add_to_startup=True, help="Install shell completion (bash, zsh or fish).")
+COMMAND_MODULES = {
+    **dict.fromkeys(("set", "get", "unset", "config"), "ironhive.cli.config_commands"),
+    "mcp": "ironhive.cli.mcp_commands",
+    "models": "ironhive.cli.models_command",
+    "sessions": "ironhive.cli.session_commands",
+    "trust": "ironhive.cli.trust_command",
+    "doctor": "ironhive.cli.doctor",
+    "update": "ironhive.cli.update",
+    "protocol": "ironhive.cli.protocol_command",
+    "daemon": "ironhive.cli.daemon_command",
+    "acp": "ironhive.cli.acp_command",
+    "serve": "ironhive.serve.serve_command",
+    "worker": "ironhive.serve.worker_command",
+}
+"""The commands defined elsewhere, each with the module whose ``register(app)`` adds it, in the order help lists them.
+
+They are registered when a command line may need them (:func:`register_commands`): building a command's parser and
+checking its signature, for fifteen commands and the completion installer, is some 25 ms a prompt has no use for."""
+
+INSTALL_COMPLETION = "--install-completion"
+LISTING_TOKENS = frozenset({"-h", "--help", INSTALL_COMPLETION, "completion"})
+"""Tokens whose command needs every command registered: help lists them, completion covers them."""
+
+_registered: set[str] = set()
+
+
+def register_commands(args: Sequence[str] | None = None) -> None:
+    """Register the commands ``args`` may run: those any of its tokens names, or all of them (and the completion
+    installer) when ``args`` is ``None`` or asks for help or completion. Registering one again changes nothing."""
+    from importlib import import_module
+
+    if args is None or not LISTING_TOKENS.isdisjoint(args):
+        everything, named = True, set(COMMAND_MODULES.values())
+    else:
+        everything, named = False, {COMMAND_MODULES[token] for token in args if token in COMMAND_MODULES}
+    for module in dict.fromkeys(COMMAND_MODULES.values()):  # in the table's order, whatever the command line's
+        if module in named and module not in _registered:
+            _registered.add(module)
+            import_module(module).register(app)
+    if everything and INSTALL_COMPLETION not in _registered:
+        _registered.add(INSTALL_COMPLETION)
+        app.register_install_completion_command(
+            add_to_startup=True, help="Install shell completion (bash, zsh or fish)."
+        )
+
+
 resolve_annotations(chat)  # evaluated once, not on each of cyclopts' reads of them in a parse
 resolve_annotations(run)
