@@ -22,10 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ironhive.domain.permissions.command_forms import command_forms
-from ironhive.domain.permissions.command_risks import unsafe_reason
 from ironhive.domain.permissions.policy import normalize_tool_name
-from ironhive.domain.permissions.shell import ShellParseError, parse_shell_command, split_shell_command
 from ironhive.ports.chat import JsonValue
 
 SHELL_TOOLS = frozenset({"execute_command", "shell"})
@@ -156,6 +153,10 @@ def pattern_covers(pattern: str, part: str) -> bool:
 def _risky(part: str) -> bool:
     """Whether the rules would ask about ``part`` whatever allowed it (an option that runs or writes elsewhere, a
     write into ``.git``/``.ironhive``): such a command is only ever covered by its exact text."""
+    from ironhive.domain.permissions.command_forms import command_forms
+    from ironhive.domain.permissions.command_risks import unsafe_reason
+    from ironhive.domain.permissions.shell import ShellParseError, parse_shell_command
+
     try:
         commands = parse_shell_command(part)
     except ShellParseError:
@@ -218,6 +219,8 @@ def _parts_covered(patterns: Sequence[str], parts: Sequence[str]) -> bool:
 
 def _command_parts(arguments: Mapping[str, JsonValue]) -> list[str] | None:
     """The simple commands of every ``command`` argument, in order; ``None`` when one cannot be taken apart."""
+    from ironhive.domain.permissions.shell import ShellParseError, split_shell_command  # the parser: with a command
+
     commands = _pairs(arguments, ("command",))
     if commands is None:
         return None

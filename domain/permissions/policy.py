@@ -6,7 +6,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ironhive.domain.permissions.commands import judge_command
 from ironhive.domain.permissions.evaluator import evaluate_rules, glob_matches
 from ironhive.domain.permissions.modes import is_read_only_tool
 from ironhive.domain.permissions.paths import resolve_root, resolve_target
@@ -117,6 +116,8 @@ class ToolCallPolicy:
         if name in _DIRECTORY_TOOLS:
             return self._judge_directory_tool(tool_name, name, args)
         if name in _SHELL_TOOLS:
+            from ironhive.domain.permissions.commands import judge_command  # the shell parser: at the first command
+
             commands = _string_arguments(args, "command") or [""]
             return _strictest([judge_command(self._policy, command) for command in commands])
         if tool_name.lower().startswith("mcp__"):

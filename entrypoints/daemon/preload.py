@@ -42,6 +42,7 @@ PRELOAD = (
     "ironhive.adapters.web.explore",
     "ironhive.adapters.web.research",
     "pathspec",
+    "ironhive.domain.permissions.commands",
     "ironhive.adapters.openai.client",
     "ironhive.adapters.anthropic.client",
     "ironhive.adapters.google.client",

@@ -53,10 +53,11 @@ def test_version_imports_no_cli_framework_either() -> None:
 UNNEEDED_BY_AN_OPENAI_RUN = (
     *("mcp", "mcp_types", "anthropic", "google.genai", "llama_cpp", "aiohttp", "fastapi"),
     "prompt_toolkit",  # the interactive mode's line editor
-    # What a tool needs only when it runs: the web tools' backends and parsers, the path-rule matcher's patterns,
-    # and Agent Skills when no root is configured.
+    # What a tool needs only when it runs: the web tools' backends and parsers, the path-rule matcher's patterns, the
+    # shell-command judge and parser, and Agent Skills when no root is configured.
     *("ironhive.adapters.web.search_tool", "ironhive.adapters.web.explore", "ironhive.adapters.web.research"),
     *("ironhive.adapters.web.http", "html.parser", "xml.etree", "pathspec", "ironhive.adapters.skills"),
+    *("ironhive.domain.permissions.commands", "ironhive.domain.permissions.shell"),
 )
 """What a prompt on an OpenAI-compatible provider, without plugins, has no use for."""
 
