@@ -1,5 +1,4 @@
-"""The web tools the ``webSearch``/``deepResearch`` sections turn on, offered by their specs: each tool's
-implementation (its search backend, HTML and XML parsers, HTTP client) is imported at its first call."""
+"""The web tools the ``webSearch``/``deepResearch`` sections turn on, each built (and imported) at its first call."""
 
 from __future__ import annotations
 
@@ -24,7 +23,8 @@ def build_web_tools(
     research_client: ChatClient | None = None,
     endpoints: SearchEndpoints | None = None,
 ) -> list[Tool]:
-    """The web tools the configuration turns on.
+    """The web tools the configuration turns on, offered by their specs: each tool's implementation (its search
+    backend, HTML and XML parsers, HTTP client) is imported and built at its first call (:class:`DeferredTool`).
 
     ``webSearch.enabled`` adds ``web_search`` and ``explore_site``; ``deepResearch.enabled`` adds ``deep_research``
     when a ``research_client`` is given (the client of ``deepResearch.provider``, or of the current provider).
