@@ -301,24 +301,18 @@ INSTALL_COMPLETION = "--install-completion"
 LISTING_TOKENS = frozenset({"-h", "--help", INSTALL_COMPLETION, "completion"})
 """Tokens whose command needs every command registered: help lists them, completion covers them."""
 
-_registered: set[str] = set()
-
 
 def register_commands(args: Sequence[str] | None = None) -> None:
     """Register the commands ``args`` may run: those any of its tokens names, or all of them (and the completion
     installer) when ``args`` is ``None`` or asks for help or completion. Registering one again changes nothing."""
     from importlib import import_module
 
-    if args is None or not LISTING_TOKENS.isdisjoint(args):
-        everything, named = True, set(COMMAND_MODULES.values())
-    else:
-        everything, named = False, {COMMAND_MODULES[token] for token in args if token in COMMAND_MODULES}
-    for module in dict.fromkeys(COMMAND_MODULES.values()):  # in the table's order, whatever the command line's
-        if module in named and module not in _registered:
-            _registered.add(module)
-            import_module(module).register(app)
-    if everything and INSTALL_COMPLETION not in _registered:
-        _registered.add(INSTALL_COMPLETION)
+    everything = args is None or not LISTING_TOKENS.isdisjoint(args)
+    named = set(COMMAND_MODULES) if everything else set(args or ())
+    for name, module in COMMAND_MODULES.items():  # in the table's order, whatever the command line's
+        if name in named and name not in app:
+            import_module(module).register(app)  # every command of that module
+    if everything and INSTALL_COMPLETION not in app:
         app.register_install_completion_command(
             add_to_startup=True, help="Install shell completion (bash, zsh or fish)."
         )
